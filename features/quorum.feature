@@ -1,0 +1,14 @@
+@outage @zone_outage @quorum
+Feature: Quorum is lost with two zones and regained with one
+  With one member per zone, two zones down leave one member of three: no quorum.
+  Linearizable writes must fail rather than be acknowledged by a minority;
+  the survivor keeps serving serializable (possibly stale) reads.
+
+  Scenario: Losing two zones loses quorum until one returns
+    Given a healthy region with 3 etcd members spread over 3 zones
+    And write and read probes run every 10 ms from a client in zone "zone-c"
+    When zones "zone-a" and "zone-b" go down for 3 s
+    Then linearizable writes fail while both zones are down
+    And serializable reads from the member in zone "zone-c" are still served
+    When zone "zone-a" comes back
+    Then writes resume within 5 s of its return

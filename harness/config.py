@@ -1,0 +1,172 @@
+"""Configuration, built once (CLI flags, environment, TOML file) into frozen objects.
+
+Only `load_config` reads the environment; everything below it takes values as arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from harness.errors import ConfigError
+
+LAYOUTS = ("multi-zone", "single-zone")
+DEFAULT_ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Every timeout of the harness, in seconds, in one typed place."""
+
+    region_up: float = 30.0
+    member_ready: float = 20.0
+    fault_apply: float = 10.0
+    heal: float = 30.0
+    recovery: float = 30.0
+    probe_request: float = 0.25
+    status_request: float = 0.5
+    command: float = 10.0
+
+
+@dataclass(frozen=True)
+class EtcdSettings:
+    binary: str | None = None  # None: `etcd` on PATH (Debian's etcd-server)
+    etcdctl: str | None = None  # None: next to the etcd binary, else on PATH
+    heartbeat_ms: int = 100
+    election_ms: int = 1000
+    pre_vote: bool = True
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    """Shape of the embedded local region."""
+
+    name: str = "hh"
+    zones: tuple[str, ...] = DEFAULT_ZONES
+    nodes_per_zone: int = 2
+    members: int = 3
+    layout: str = "multi-zone"
+    subnet_prefix: str = "10.77"  # zone i gets <prefix>.<i+1>.0/24 inside the region's own namespaces
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ConfigError(f"unknown layout {self.layout!r}; accepted: {', '.join(LAYOUTS)}")
+        if self.members not in (1, 3, 5):
+            raise ConfigError(f"members must be 1, 3 or 5 (an odd etcd cluster size), got {self.members}")
+        if not self.zones or len(set(self.zones)) != len(self.zones):
+            raise ConfigError(f"zones must be a non-empty list of distinct names, got {list(self.zones)}")
+        if len(self.zones) > 9:
+            raise ConfigError(f"at most 9 zones are supported, got {len(self.zones)}")
+        for zone in self.zones:
+            if not zone.replace("-", "").isalnum() or len(zone) > 10:
+                raise ConfigError(f"zone name {zone!r} must be alphanumeric with dashes, at most 10 characters")
+        if not self.name.isalnum() or len(self.name) > 4:
+            raise ConfigError(f"region name {self.name!r} must be alphanumeric, at most 4 characters (it prefixes namespace names)")
+        if self.nodes_per_zone < 1 or self.nodes_per_zone > 20:
+            raise ConfigError(f"nodes_per_zone must be between 1 and 20, got {self.nodes_per_zone}")
+        needed = self.member_zones()
+        busiest = max(needed.count(z) for z in set(needed))
+        if busiest > self.nodes_per_zone:
+            raise ConfigError(
+                f"{self.members} members in layout {self.layout} need {busiest} nodes in one zone, "
+                f"but nodes_per_zone is {self.nodes_per_zone}; raise nodes_per_zone"
+            )
+
+    def member_zones(self) -> list[str]:
+        """Zone of each etcd member, in member order (GEP-20 case #1 or #2)."""
+        if self.layout == "single-zone":
+            return [self.zones[0]] * self.members
+        return [self.zones[i % len(self.zones)] for i in range(self.members)]
+
+
+@dataclass(frozen=True)
+class Config:
+    region: RegionSpec = field(default_factory=RegionSpec)
+    etcd: EtcdSettings = field(default_factory=EtcdSettings)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    state_dir: Path = Path("/tmp/ha-harness")
+    data_dir: Path = Path("/tmp/ha-harness/data")
+    reports_dir: Path = Path("reports")
+
+
+def _default_dirs(uid: int) -> tuple[Path, Path]:
+    state = Path("/run/ha-harness") if uid == 0 else Path(f"/tmp/ha-harness-{uid}")
+    # etcd fsyncs every write; tmpfs keeps the measured timings about the network, not the disk.
+    shm = Path("/dev/shm")
+    data = (shm / f"ha-harness-{uid}") if shm.is_dir() and os.access(shm, os.W_OK) else state / "data"
+    return state, data
+
+
+def _section(cls: type, raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"unknown key(s) {unknown} in [{where}]; accepted: {sorted(known)}")
+    out = dict(raw)
+    if "zones" in out:
+        out["zones"] = tuple(out["zones"])
+    return out
+
+
+def load_config(
+    path: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Build the configuration: defaults < TOML file < environment < explicit overrides.
+
+    Overrides use dotted keys: {"region.members": 5, "etcd.binary": "/opt/etcd"}.
+    Environment: ETCD_BIN, HARNESS_CONFIG (file path), HARNESS_STATE_DIR.
+    """
+    env = os.environ if environ is None else environ
+    raw: dict[str, dict[str, Any]] = {"region": {}, "etcd": {}, "timeouts": {}, "paths": {}}
+    path = path or (Path(env["HARNESS_CONFIG"]) if env.get("HARNESS_CONFIG") else None)
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
+        unknown = sorted(set(data) - set(raw))
+        if unknown:
+            raise ConfigError(f"unknown section(s) {unknown} in {path}; accepted: {sorted(raw)}")
+        for key, value in data.items():
+            if not isinstance(value, dict):
+                raise ConfigError(f"[{key}] in {path} must be a table")
+            raw[key].update(value)
+    if env.get("ETCD_BIN"):
+        raw["etcd"]["binary"] = env["ETCD_BIN"]
+    if env.get("HARNESS_STATE_DIR"):
+        raw["paths"]["state_dir"] = env["HARNESS_STATE_DIR"]
+    for dotted, value in (overrides or {}).items():
+        section, _, key = dotted.partition(".")
+        if section not in raw or not key:
+            raise ConfigError(f"unknown setting {dotted!r}; use region.*, etcd.*, timeouts.* or paths.*")
+        raw[section][key] = value
+
+    uid = os.getuid()
+    state_dir, data_dir = _default_dirs(uid)
+    paths = raw["paths"]
+    unknown = sorted(set(paths) - {"state_dir", "data_dir", "reports_dir"})
+    if unknown:
+        raise ConfigError(f"unknown key(s) {unknown} in [paths]; accepted: ['data_dir', 'reports_dir', 'state_dir']")
+    try:
+        return Config(
+            region=RegionSpec(**_section(RegionSpec, raw["region"], "region")),
+            etcd=EtcdSettings(**_section(EtcdSettings, raw["etcd"], "etcd")),
+            timeouts=Timeouts(**_section(Timeouts, raw["timeouts"], "timeouts")),
+            state_dir=Path(paths.get("state_dir", state_dir)),
+            data_dir=Path(paths.get("data_dir", data_dir)),
+            reports_dir=Path(paths.get("reports_dir", "reports")),
+        )
+    except TypeError as e:
+        raise ConfigError(f"malformed configuration: {e}") from None
+
+
+def with_region(config: Config, **changes: Any) -> Config:
+    """A copy of the configuration with a different region shape (validated)."""
+    return replace(config, region=replace(config.region, **changes))

@@ -1,0 +1,36 @@
+"""One exception base for the harness; third-party errors are wrapped at the boundary."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base of every error the harness raises on purpose.
+
+    The message says what was wrong and, where it helps, what is accepted or what to do.
+    """
+
+
+class ConfigError(HarnessError):
+    """Configuration, CLI input or a Gherkin argument is malformed or unknown."""
+
+
+class PrerequisiteError(HarnessError):
+    """A binary, a kernel feature or a privilege the harness needs is missing."""
+
+
+class EnvironmentStateError(HarnessError):
+    """The environment is not in the state an operation needs (not up, leftovers, ...)."""
+
+
+class FaultError(HarnessError):
+    """A fault could not be injected or healed."""
+
+
+class WaitTimeout(HarnessError):
+    """A wait_for ran out of time; carries the last observed state."""
+
+    def __init__(self, description: str, timeout: float, last: object) -> None:
+        super().__init__(f"timed out after {timeout:.1f}s waiting for {description}; last observed: {last!r}")
+        self.description = description
+        self.timeout = timeout
+        self.last = last

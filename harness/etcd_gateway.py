@@ -1,0 +1,126 @@
+"""A small etcd v3 client over the JSON gateway (etcd's /v3/* HTTP endpoints).
+
+Its sockets are opened from a client network namespace, so the harness reaches members
+from a zone of its choosing; each call has its own short timeout so a probe never
+hangs on a partitioned member.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import socket
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from harness.errors import HarnessError
+from harness.providers.local.netns import entered
+
+
+class EtcdRequestError(HarnessError):
+    """A request to one member failed (unreachable, timed out or rejected)."""
+
+
+@dataclass(frozen=True)
+class Status:
+    member_id: int
+    leader: int
+    raft_term: int
+    revision: int
+    raft_index: int
+    applied_index: int
+    version: str
+    db_size: int
+    errors: tuple[str, ...] = ()
+
+
+def _b64(data: str | bytes) -> str:
+    raw = data.encode() if isinstance(data, str) else data
+    return base64.b64encode(raw).decode()
+
+
+def prefix_end(prefix: str) -> str:
+    raw = bytearray(prefix.encode())
+    raw[-1] += 1
+    return _b64(bytes(raw))
+
+
+class _NsConnection(http.client.HTTPConnection):
+    def __init__(self, host: str, port: int, timeout: float, netns: str | None) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._netns = netns
+
+    def connect(self) -> None:
+        if self._netns is None:
+            self.sock = socket.create_connection((self.host, self.port), self.timeout)
+        else:
+            with entered(self._netns):
+                self.sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class EtcdClient:
+    """One member endpoint; keeps one persistent connection, reopened after any failure.
+
+    Not thread-safe: give each probe thread its own client.
+    """
+
+    def __init__(self, url: str, netns: str | None, timeout: float) -> None:
+        parts = urlsplit(url)
+        self.url = url
+        self.netns = netns
+        self.timeout = timeout
+        self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 2379
+        self._conn: _NsConnection | None = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def call(self, path: str, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        if self._conn is None:
+            self._conn = _NsConnection(self._host, self._port, self.timeout, self.netns)
+        self._conn.timeout = timeout or self.timeout
+        if self._conn.sock is not None:
+            self._conn.sock.settimeout(self._conn.timeout)
+        try:
+            self._conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            resp = self._conn.getresponse()
+            payload = json.loads(resp.read() or b"{}")
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            self.close()
+            raise EtcdRequestError(f"{self.url}{path}: {type(e).__name__}: {e}") from None
+        if resp.status != 200 or "error" in payload:
+            raise EtcdRequestError(f"{self.url}{path}: HTTP {resp.status}: {payload.get('message') or payload.get('error')}")
+        return payload
+
+    def put(self, key: str, value: str | bytes) -> int:
+        """Linearizable put; returns the revision it was committed at."""
+        return int(self.call("/v3/kv/put", {"key": _b64(key), "value": _b64(value)})["header"]["revision"])
+
+    def get(self, key: str, serializable: bool = False) -> bytes | None:
+        payload = self.call("/v3/kv/range", {"key": _b64(key), "serializable": serializable})
+        kvs = payload.get("kvs") or []
+        return base64.b64decode(kvs[0]["value"]) if kvs and "value" in kvs[0] else (b"" if kvs else None)
+
+    def keys(self, prefix: str, serializable: bool = True) -> list[str]:
+        body = {"key": _b64(prefix), "range_end": prefix_end(prefix), "serializable": serializable, "keys_only": True}
+        payload = self.call("/v3/kv/range", body, timeout=max(self.timeout, 5.0))
+        return [base64.b64decode(kv["key"]).decode() for kv in payload.get("kvs") or []]
+
+    def status(self) -> Status:
+        p = self.call("/v3/maintenance/status", {})
+        return Status(
+            member_id=int(p["header"]["member_id"]),
+            leader=int(p.get("leader", 0)),
+            raft_term=int(p.get("raftTerm", 0)),
+            revision=int(p["header"].get("revision", 0)),
+            raft_index=int(p.get("raftIndex", 0)),
+            applied_index=int(p.get("raftAppliedIndex", 0)),
+            version=p.get("version", ""),
+            db_size=int(p.get("dbSize", 0)),
+            errors=tuple(p.get("errors") or ()),
+        )

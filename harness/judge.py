@@ -1,0 +1,41 @@
+"""Tolerances: the one place that judges observed figures against thresholds.
+
+Used by Gherkin Then-steps and by chaostoolkit hypotheses alike; each failure says
+what was expected and what was seen. Helpers hide themselves from tracebacks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ToleranceViolation(AssertionError):
+    pass
+
+
+def at_most(value: float | None, limit: float, what: str, seen: Any = None) -> float:
+    __tracebackhide__ = True
+    if value is None:
+        raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, but it never happened; seen: {seen!r}")
+    if value > limit:
+        raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, measured {value:.3f}s; seen: {seen!r}")
+    return value
+
+
+def equal(actual: Any, expected: Any, what: str) -> None:
+    __tracebackhide__ = True
+    if actual != expected:
+        raise ToleranceViolation(f"{what}: expected {expected!r}, got {actual!r}")
+
+
+def none_of(items: list[Any] | dict[Any, Any], what: str) -> None:
+    __tracebackhide__ = True
+    if items:
+        shown = list(items)[:20] if isinstance(items, list) else items
+        raise ToleranceViolation(f"{what}: expected none, found {len(items)}: {shown!r}")
+
+
+def holds(condition: bool, what: str, seen: Any = None) -> None:
+    __tracebackhide__ = True
+    if not condition:
+        raise ToleranceViolation(f"{what}; seen: {seen!r}")

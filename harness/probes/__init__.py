@@ -1,0 +1,1 @@
+"""Probes observe and return values; they never assert (validate/ and judge.py do)."""

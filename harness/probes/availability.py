@@ -1,0 +1,127 @@
+"""Linearizable write and serializable read probes, sampling onto the timeline.
+
+The writer puts a new key every `interval` (failing over between members, own zone
+first, like a client with all endpoints); per member, a thread takes a serializable
+read and a status sample every `interval`. All requests leave from the client
+namespace of `via_zone`, so the probe sees the region the way a client in that zone does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from harness.errors import ConfigError
+from harness.etcd_gateway import EtcdRequestError
+from harness.probes.samples import Sample
+from harness.providers.local.region import LocalEnvironment
+from harness.timeline import Timeline
+
+MAX_INTERVAL = 0.020
+
+
+@dataclass
+class ProbeHistory:
+    prefix: str
+    via_zone: str
+    member_ids: dict[int, str]
+    samples: list[Sample] = field(default_factory=list)
+
+    def writes(self) -> list[Sample]:
+        return [s for s in self.samples if s.kind == "write"]
+
+    def acked(self) -> list[int]:
+        return [s.seq for s in self.samples if s.kind == "write" and s.ok and s.seq is not None]
+
+    def of(self, kind: str, member: str | None = None) -> list[Sample]:
+        return [s for s in self.samples if s.kind == kind and (member is None or s.member == member)]
+
+
+class AvailabilityProbe:
+    def __init__(self, env: LocalEnvironment, timeline: Timeline, via_zone: str, interval: float = 0.010) -> None:
+        if not 0 < interval <= MAX_INTERVAL:
+            raise ConfigError(f"probe interval must be in (0, {MAX_INTERVAL}] s, got {interval}")
+        self.env = env
+        self.timeline = timeline
+        self.via_zone = env.zone(via_zone)
+        self.interval = interval
+        self.timeout = env.config.timeouts.probe_request
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        ids = {}
+        for name, st in env.status(via_zone=None).items():
+            if not isinstance(st, str):
+                ids[st.member_id] = name
+        self.history = ProbeHistory(f"/harness/probe/{uuid.uuid4().hex[:8]}/", self.via_zone, ids)
+
+    def start(self) -> "AvailabilityProbe":
+        self._threads = [threading.Thread(target=self._write_loop, name="probe-write", daemon=True)]
+        self._threads += [
+            threading.Thread(target=self._member_loop, args=(m.name,), name=f"probe-{m.name}", daemon=True)
+            for m in self.env.members
+        ]
+        for t in self._threads:
+            t.start()
+        self.timeline.mark("probe", "start", via_zone=self.via_zone, interval=self.interval)
+        return self
+
+    def stop(self) -> ProbeHistory:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=5)
+        self.timeline.mark("probe", "stop", samples=len(self.history.samples))
+        return self.history
+
+    def _endpoint_order(self) -> list[str]:
+        local = [m.name for m in self.env.members if m.zone == self.via_zone]
+        return local + [m.name for m in self.env.members if m.zone != self.via_zone]
+
+    def _tick(self, began: float) -> None:
+        self._stop.wait(max(0.0, self.interval - (time.monotonic() - began)))
+
+    def _write_loop(self) -> None:
+        order = self._endpoint_order()
+        clients = {name: self.env.client(name, self.via_zone, self.timeout) for name in order}
+        current, seq, record = 0, 0, self.history.samples.append
+        try:
+            while not self._stop.is_set():
+                began = time.monotonic()
+                seq += 1
+                name = order[current]
+                t0 = self.timeline.now()
+                try:
+                    rev = clients[name].put(f"{self.history.prefix}{seq:08d}", f"{t0:.6f}")
+                    record(Sample("write", name, t0, self.timeline.now(), True, seq=seq, revision=rev))
+                except EtcdRequestError as e:
+                    record(Sample("write", name, t0, self.timeline.now(), False, seq=seq, error=str(e)[-160:]))
+                    current = (current + 1) % len(order)
+                self._tick(began)
+        finally:
+            for c in clients.values():
+                c.close()
+
+    def _member_loop(self, member: str) -> None:
+        client = self.env.client(member, self.via_zone, self.timeout)
+        record = self.history.samples.append
+        key = f"{self.history.prefix}read"
+        try:
+            while not self._stop.is_set():
+                began = time.monotonic()
+                t0 = self.timeline.now()
+                try:
+                    client.get(key, serializable=True)
+                    record(Sample("read", member, t0, self.timeline.now(), True))
+                except EtcdRequestError as e:
+                    record(Sample("read", member, t0, self.timeline.now(), False, error=str(e)[-160:]))
+                t0 = self.timeline.now()
+                try:
+                    st = client.status()
+                    record(Sample("status", member, t0, self.timeline.now(), True, revision=st.revision,
+                                  leader=st.leader, term=st.raft_term))
+                except EtcdRequestError as e:
+                    record(Sample("status", member, t0, self.timeline.now(), False, error=str(e)[-160:]))
+                self._tick(began)
+        finally:
+            client.close()

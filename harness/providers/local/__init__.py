@@ -1,0 +1,1 @@
+"""The embedded local region: network namespaces grouped into zones, real etcd, nftables."""

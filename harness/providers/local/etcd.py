@@ -1,0 +1,134 @@
+"""Finding the etcd binary and running members inside node namespaces."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import EtcdSettings
+from harness.errors import PrerequisiteError
+from harness.providers.base import Member
+
+# etcd issue 13766: 3.5.0-3.5.2 can lose consistency when a member is killed under load.
+UNSAFE_VERSIONS = ("3.5.0", "3.5.1", "3.5.2")
+MISSING_HINT = (
+    "install Debian's etcd-server (apt-get install etcd-server etcd-client, done by `make run` as root), "
+    "or name a binary with ETCD_BIN=/path/to/etcd or [etcd] binary in the config file"
+)
+
+
+@dataclass(frozen=True)
+class EtcdBinary:
+    path: str
+    etcdctl: str
+    version: str
+
+    @property
+    def minor(self) -> tuple[int, int]:
+        major, minor = self.version.split(".")[:2]
+        return int(major), int(minor)
+
+
+def parse_version(output: str) -> str:
+    match = re.search(r"etcd Version:\s*(\d+\.\d+\.\d+)", output)
+    if not match:
+        raise PrerequisiteError(f"could not read the etcd version from: {output.strip()[:200]!r}")
+    return match.group(1)
+
+
+def find_etcd(settings: EtcdSettings) -> EtcdBinary:
+    """Resolve etcd and etcdctl, read the version, warn about known-unsafe releases."""
+    name = settings.binary or "etcd"
+    path = shutil.which(name) if os.sep not in name else (name if os.access(name, os.X_OK) else None)
+    if path is None:
+        raise PrerequisiteError(f"etcd binary {name!r} not found or not executable; {MISSING_HINT}")
+    ctl_name = settings.etcdctl or str(Path(path).with_name("etcdctl"))
+    ctl = ctl_name if os.access(ctl_name, os.X_OK) else shutil.which("etcdctl")
+    if ctl is None:
+        raise PrerequisiteError(f"etcdctl not found next to {path} nor on PATH; install etcd-client or set [etcd] etcdctl")
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PrerequisiteError(f"{path} --version failed: {e}; {MISSING_HINT}") from None
+    version = parse_version(out)
+    if version in UNSAFE_VERSIONS:
+        warnings.warn(
+            f"etcd {version} at {path} can lose consistency when a member is killed under load "
+            "(etcd issue 13766); use 3.4.x or >= 3.5.3",
+            stacklevel=2,
+        )
+    return EtcdBinary(path=path, etcdctl=ctl, version=version)
+
+
+def member_args(
+    binary: EtcdBinary, member: Member, initial_cluster: str, data_dir: Path, settings: EtcdSettings, token: str
+) -> list[str]:
+    address = member.client_url.split("//")[1].split(":")[0]
+    args = [
+        binary.path,
+        f"--name={member.name}",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={member.client_url},http://127.0.0.1:2379",
+        f"--advertise-client-urls={member.client_url}",
+        f"--listen-peer-urls={member.peer_url}",
+        f"--initial-advertise-peer-urls={member.peer_url}",
+        f"--initial-cluster={initial_cluster}",
+        "--initial-cluster-state=new",
+        f"--initial-cluster-token={token}",
+        f"--heartbeat-interval={settings.heartbeat_ms}",
+        f"--election-timeout={settings.election_ms}",
+        f"--listen-metrics-urls=http://{address}:2381",
+        "--logger=zap",
+        "--log-outputs=stderr",
+    ]
+    # 3.4 defaults pre-vote off; 3.5+ defaults it on and still accepts the flag.
+    if settings.pre_vote:
+        args.append("--pre-vote=true")
+    return args
+
+
+def start_member(ns: str, args: list[str], log_path: Path) -> int:
+    """Start a member detached (own session), so it outlives `harness up`."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return proc.pid
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours still answers kill(0); reap it if it is ours.
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        stat = Path(f"/proc/{pid}/stat")
+        try:
+            return stat.read_text().split(") ", 1)[1][0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+
+def signal_pid(pid: int, sig: signal.Signals) -> bool:
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False

@@ -1,0 +1,91 @@
+"""Thin wrappers over `ip`, `nft` and setns(2); every failure names the command and its output."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from harness.errors import HarnessError, PrerequisiteError
+
+NETNS_DIR = Path("/run/netns")
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+_setns_lock = threading.Lock()
+
+
+class CommandError(HarnessError):
+    def __init__(self, argv: Sequence[str], returncode: int, output: str) -> None:
+        super().__init__(f"`{' '.join(argv)}` failed with exit code {returncode}: {output.strip()[-800:]}")
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.output = output
+
+
+def require_tools(*names: str) -> None:
+    missing = [n for n in names if shutil.which(n) is None]
+    if missing:
+        raise PrerequisiteError(
+            f"missing tool(s): {', '.join(missing)}; install them (Debian: apt-get install iproute2 nftables), "
+            "or run `make run`, which installs them when run as root"
+        )
+
+
+def run(argv: Sequence[str], timeout: float = 10.0, check: bool = True, stdin: str | None = None) -> str:
+    try:
+        proc = subprocess.run(
+            list(argv), input=stdin, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise CommandError(argv, -1, f"timed out after {timeout}s") from None
+    except FileNotFoundError:
+        raise PrerequisiteError(f"command not found: {argv[0]}") from None
+    if check and proc.returncode != 0:
+        raise CommandError(argv, proc.returncode, proc.stderr + proc.stdout)
+    return proc.stdout
+
+
+def ns_run(ns: str, argv: Sequence[str], timeout: float = 10.0, check: bool = True, stdin: str | None = None) -> str:
+    return run(["ip", "netns", "exec", ns, *argv], timeout=timeout, check=check, stdin=stdin)
+
+
+def list_netns() -> list[str]:
+    out = run(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def netns_pids(ns: str) -> list[int]:
+    out = run(["ip", "netns", "pids", ns], check=False)
+    return [int(p) for p in out.split() if p.isdigit()]
+
+
+def nft(ns: str, script: str, timeout: float = 10.0) -> None:
+    """Apply an nft script atomically inside a namespace (all of it or nothing)."""
+    ns_run(ns, ["nft", "-f", "-"], stdin=script, timeout=timeout)
+
+
+@contextmanager
+def entered(ns: str) -> Iterator[None]:
+    """Run the body with the calling thread inside network namespace `ns`.
+
+    Only this thread moves; sockets created inside stay bound to `ns` after leaving.
+    """
+    target = os.open(NETNS_DIR / ns, os.O_RDONLY)
+    home = os.open(f"/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        if _libc.setns(target, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise PrerequisiteError(f"setns into {ns} failed: {os.strerror(err)} (the harness needs CAP_SYS_ADMIN)")
+        try:
+            yield
+        finally:
+            if _libc.setns(home, CLONE_NEWNET) != 0:  # pragma: no cover - would leave the thread stranded
+                raise PrerequisiteError(f"setns back from {ns} failed: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(target)
+        os.close(home)

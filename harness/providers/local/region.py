@@ -1,0 +1,381 @@
+"""The local region provider: a router namespace, one bridge and subnet per zone, node
+namespaces attached to their zone, client namespaces (one per zone) for the harness,
+and real etcd members running inside node namespaces."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from harness.config import Config, RegionSpec
+from harness.errors import EnvironmentStateError, PrerequisiteError, WaitTimeout
+from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
+from harness.providers.base import Member, Node, Topology
+from harness.providers.local import etcd as etcdproc
+from harness.providers.local import netns
+from harness.providers.local.state import read_state, state_path, write_state
+from harness.wait import wait_for
+
+FAULT_TABLE_PREFIX = "harness_"
+
+
+class Names:
+    """Namespace, interface and address naming for one region (short enough for IFNAMSIZ)."""
+
+    def __init__(self, spec: RegionSpec) -> None:
+        self.spec = spec
+        self.prefix = spec.name
+
+    @property
+    def router(self) -> str:
+        return f"{self.prefix}-router"
+
+    def node_ns(self, node: str) -> str:
+        return f"{self.prefix}-{node}"
+
+    def client_ns(self, zone: str) -> str:
+        return f"{self.prefix}-client-{zone}"
+
+    def bridge(self, zone: str) -> str:
+        return f"b-{zone}"
+
+    def subnet(self, zone: str) -> str:
+        return f"{self.spec.subnet_prefix}.{self.spec.zones.index(zone) + 1}.0/24"
+
+    def gateway(self, zone: str) -> str:
+        return f"{self.spec.subnet_prefix}.{self.spec.zones.index(zone) + 1}.1"
+
+    def node_address(self, zone: str, index: int) -> str:
+        return f"{self.spec.subnet_prefix}.{self.spec.zones.index(zone) + 1}.{11 + index}"
+
+    def client_address(self, zone: str) -> str:
+        return f"{self.spec.subnet_prefix}.{self.spec.zones.index(zone) + 1}.250"
+
+    def owns(self, ns: str) -> bool:
+        return ns.startswith(f"{self.prefix}-")
+
+
+def plan(spec: RegionSpec) -> tuple[tuple[Node, ...], tuple[Member, ...]]:
+    names = Names(spec)
+    nodes = tuple(
+        Node(name=f"{zone}-{i + 1}", zone=zone, address=names.node_address(zone, i))
+        for zone in spec.zones
+        for i in range(spec.nodes_per_zone)
+    )
+    used: dict[str, int] = {}
+    members = []
+    for i, zone in enumerate(spec.member_zones()):
+        node = next(n for n in nodes if n.zone == zone and n.name == f"{zone}-{used.get(zone, 0) + 1}")
+        used[zone] = used.get(zone, 0) + 1
+        members.append(
+            Member(
+                name=f"etcd-{i}",
+                node=node.name,
+                zone=zone,
+                client_url=f"http://{node.address}:2379",
+                peer_url=f"http://{node.address}:2380",
+            )
+        )
+    return nodes, tuple(members)
+
+
+class LocalEnvironment(Topology):
+    """A running local region, as recorded in its state file."""
+
+    def __init__(self, config: Config, state: dict[str, Any]) -> None:
+        self.config = config
+        self.state = state
+        self.spec = RegionSpec(**{**state["spec"], "zones": tuple(state["spec"]["zones"])})
+        self.names = Names(self.spec)
+        self.nodes, self.members = plan(self.spec)
+        self.zones = self.spec.zones
+        self.path = state_path(config.state_dir, self.spec.name)
+
+    # -- reaching members -------------------------------------------------
+    def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
+        """A client for one member, opened from the client namespace of `via_zone`
+        (default: the member's own zone, like a sidecar next to it)."""
+        m = self.member(member)
+        zone = self.zone(via_zone) if via_zone else m.zone
+        return EtcdClient(m.client_url, self.names.client_ns(zone), timeout or self.config.timeouts.status_request)
+
+    def status(self, via_zone: str | None = None) -> dict[str, Status | str]:
+        """Each member's own status, or the error that stopped us getting it."""
+        out: dict[str, Status | str] = {}
+        for m in self.members:
+            client = self.client(m.name, via_zone)
+            try:
+                out[m.name] = client.status()
+            except EtcdRequestError as e:
+                out[m.name] = str(e)
+            finally:
+                client.close()
+        return out
+
+    def leader(self, statuses: dict[str, Status | str] | None = None) -> str | None:
+        """The member every reachable member agrees is leader, if any."""
+        statuses = statuses if statuses is not None else self.status()
+        ids = {name: s.member_id for name, s in statuses.items() if isinstance(s, Status)}
+        leaders = {s.leader for s in statuses.values() if isinstance(s, Status) and s.leader}
+        if len(leaders) != 1:
+            return None
+        (leader_id,) = leaders
+        return next((name for name, mid in ids.items() if mid == leader_id), None)
+
+    def wait_healthy(self, timeout: float | None = None, members: list[str] | None = None) -> dict[str, Status | str]:
+        """Wait until the named members (default all) answer and agree on one leader."""
+        wanted = members or [m.name for m in self.members]
+
+        def healthy(st: dict[str, Status | str]) -> bool:
+            ok = [st[n] for n in wanted]
+            return all(isinstance(s, Status) for s in ok) and len({s.leader for s in ok}) == 1 and ok[0].leader != 0  # type: ignore[union-attr]
+
+        return wait_for(
+            self.status,
+            healthy,
+            f"etcd members {', '.join(wanted)} healthy with one leader",
+            timeout or self.config.timeouts.member_ready,
+        )
+
+    # -- member processes -------------------------------------------------
+    def member_pid(self, member: str) -> int | None:
+        return self.state["members"][self.member(member).name].get("pid")
+
+    def member_running(self, member: str) -> bool:
+        pid = self.member_pid(member)
+        return pid is not None and etcdproc.alive(pid)
+
+    def signal_member(self, member: str, sig: signal.Signals) -> None:
+        pid = self.member_pid(member)
+        if pid is not None:
+            etcdproc.signal_pid(pid, sig)
+            if sig == signal.SIGKILL:
+                _reap(pid, 2.0)
+                self.state["members"][member]["pid"] = None
+                self.save()
+
+    def start_member(self, member: str) -> int:
+        """(Re)start a member on its node with its existing data directory."""
+        if self.member_running(member):
+            return self.member_pid(member)  # type: ignore[return-value]
+        rec = self.state["members"][self.member(member).name]
+        pid = etcdproc.start_member(rec["ns"], rec["args"], Path(rec["log"]))
+        rec["pid"] = pid
+        self.save()
+        return pid
+
+    def node_pids(self, node: str) -> list[int]:
+        return netns.netns_pids(self.names.node_ns(self.node(node).name))
+
+    # -- fault ledger -----------------------------------------------------
+    def record_fault(self, entry: dict[str, Any]) -> None:
+        self.state.setdefault("faults", []).append(entry)
+        self.save()
+
+    def forget_fault(self, fault_id: str) -> None:
+        self.state["faults"] = [f for f in self.state.get("faults", []) if f["id"] != fault_id]
+        self.save()
+
+    def save(self) -> None:
+        write_state(self.path, self.state)
+
+    def describe(self) -> dict[str, Any]:
+        """What `harness status --json` prints."""
+        statuses = self.status()
+        leader = self.leader(statuses)
+        members = []
+        for m in self.members:
+            s = statuses[m.name]
+            row: dict[str, Any] = {"name": m.name, "zone": m.zone, "node": m.node, "url": m.client_url}
+            if isinstance(s, Status):
+                row |= {"health": "healthy", "leader": s.leader == s.member_id, "raft_term": s.raft_term,
+                        "revision": s.revision, "raft_index": s.raft_index, "version": s.version}
+            else:
+                row |= {"health": "unreachable", "error": s}
+            row["running"] = self.member_running(m.name)
+            members.append(row)
+        return {
+            "region": self.spec.name,
+            "layout": self.spec.layout,
+            "etcd": self.state["etcd"],
+            "zones": [{"name": z, "subnet": self.names.subnet(z)} for z in self.zones],
+            "nodes": [{"name": n.name, "zone": n.zone, "address": n.address} for n in self.nodes],
+            "members": members,
+            "leader": leader,
+            "active_faults": [f["id"] for f in self.state.get("faults", [])],
+        }
+
+
+def _reap(pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while etcdproc.alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+class LocalRegion:
+    """Provider: `up()` builds the region, `down()` removes everything (idempotent)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.spec = config.region
+        self.names = Names(self.spec)
+        self.path = state_path(config.state_dir, self.spec.name)
+
+    def check_prerequisites(self) -> etcdproc.EtcdBinary:
+        if os.geteuid() != 0 and not os.environ.get("HARNESS_IN_USERNS"):
+            raise PrerequisiteError(
+                "the local region needs root or a user namespace; run through `harness` (it re-executes "
+                "itself under `unshare` when not root) or as root"
+            )
+        netns.require_tools("ip", "nft")
+        return etcdproc.find_etcd(self.config.etcd)
+
+    def leftovers(self) -> list[str]:
+        found = [ns for ns in netns.list_netns() if self.names.owns(ns)]
+        if self.path.exists():
+            found.insert(0, str(self.path))
+        return found
+
+    def attach(self) -> LocalEnvironment:
+        state = read_state(self.path)
+        if state is None:
+            raise EnvironmentStateError(f"region {self.spec.name!r} is not up (no state file {self.path}); run `harness up`")
+        return LocalEnvironment(self.config, state)
+
+    def up(self) -> LocalEnvironment:
+        binary = self.check_prerequisites()
+        left = self.leftovers()
+        if left:
+            raise EnvironmentStateError(
+                f"region {self.spec.name!r} already exists or a previous run left it behind: {', '.join(left)}; "
+                "run `harness down` to remove it"
+            )
+        nodes, members = plan(self.spec)
+        data_root = self.config.data_dir / self.spec.name
+        log_root = self.config.state_dir / self.spec.name / "logs"
+        state: dict[str, Any] = {
+            "spec": asdict(self.spec),
+            "owner_pid": os.getpid(),
+            "holder_pid": int(os.environ["HARNESS_HOLDER_PID"]) if os.environ.get("HARNESS_HOLDER_PID") else None,
+            "created": time.time(),
+            "etcd": asdict(binary),
+            "namespaces": [],
+            "data_dir": str(data_root),
+            "members": {},
+            "faults": [],
+        }
+        # Record before creating anything: a crash mid-way must still be cleanable.
+        write_state(self.path, state)
+        try:
+            self._build_network(nodes, state)
+            env = LocalEnvironment(self.config, state)
+            self._start_members(env, binary, members, data_root, log_root)
+            try:
+                env.wait_healthy(self.config.timeouts.region_up)
+            except WaitTimeout as e:
+                dead = [m.name for m in members if not env.member_running(m.name)]
+                logs = "".join(f"\n--- {name} log:\n{log_tail(env.state['members'][name]['log'])}" for name in dead)
+                raise EnvironmentStateError(f"region did not become healthy: {e}{logs}") from None
+            return env
+        except BaseException:
+            self.down()
+            raise
+
+    def _build_network(self, nodes: tuple[Node, ...], state: dict[str, Any]) -> None:
+        n = self.names
+        t = self.config.timeouts.command
+
+        def add_ns(name: str) -> None:
+            state["namespaces"].append(name)
+            write_state(self.path, state)
+            netns.run(["ip", "netns", "add", name], timeout=t)
+            netns.run(["ip", "-n", name, "link", "set", "lo", "up"], timeout=t)
+
+        add_ns(n.router)
+        netns.ns_run(n.router, ["sysctl", "-qw", "net.ipv4.ip_forward=1"], timeout=t)
+        router_cmds = []
+        for zone in self.spec.zones:
+            br = n.bridge(zone)
+            router_cmds += [
+                f"link add {br} type bridge",
+                f"addr add {n.gateway(zone)}/24 dev {br}",
+                f"link set {br} up",
+            ]
+        attach: list[tuple[str, str, str, str]] = [
+            (n.node_ns(node.name), f"v-{node.name}", node.address, node.zone) for node in nodes
+        ] + [(n.client_ns(z), f"c-{z}", n.client_address(z), z) for z in self.spec.zones]
+        for ns, veth, _, _ in attach:
+            add_ns(ns)
+        for ns, veth, _, zone in attach:
+            router_cmds += [
+                f"link add {veth} type veth peer name eth0 netns {ns}",
+                f"link set {veth} master {n.bridge(zone)}",
+                f"link set {veth} up",
+            ]
+        netns.run(["ip", "-n", n.router, "-batch", "-"], stdin="\n".join(router_cmds) + "\n", timeout=t)
+        for ns, _, address, zone in attach:
+            cmds = [f"addr add {address}/24 dev eth0", "link set eth0 up", f"route add default via {n.gateway(zone)}"]
+            netns.run(["ip", "-n", ns, "-batch", "-"], stdin="\n".join(cmds) + "\n", timeout=t)
+
+    def _start_members(
+        self, env: LocalEnvironment, binary: etcdproc.EtcdBinary, members: tuple[Member, ...], data_root: Path, log_root: Path
+    ) -> None:
+        initial = ",".join(f"{m.name}={m.peer_url}" for m in members)
+        token = f"{self.spec.name}-{int(time.time())}"
+        for m in members:
+            args = etcdproc.member_args(binary, m, initial, data_root / m.name, self.config.etcd, token)
+            env.state["members"][m.name] = {
+                "ns": self.names.node_ns(m.node),
+                "args": args,
+                "log": str(log_root / f"{m.name}.log"),
+                "pid": None,
+            }
+            env.start_member(m.name)
+
+    def down(self) -> list[str]:
+        """Remove processes, namespaces (with their nftables tables), data and the state file.
+
+        Works from the state file, and also from namespace names alone when the state file is gone.
+        Returns what it removed.
+        """
+        removed: list[str] = []
+        state = read_state(self.path)
+        names = set(state.get("namespaces", []) if state else []) | {ns for ns in netns.list_netns() if self.names.owns(ns)}
+        pids: set[int] = set()
+        if state:
+            pids |= {rec["pid"] for rec in state.get("members", {}).values() if rec.get("pid")}
+        for ns in names:
+            pids |= set(netns.netns_pids(ns))
+        for pid in pids:
+            if etcdproc.signal_pid(pid, signal.SIGKILL):
+                removed.append(f"process {pid}")
+        for pid in pids:
+            _reap(pid, 2.0)
+        for ns in sorted(names):
+            # Deleting a namespace drops its interfaces and its nftables tables with it.
+            netns.run(["ip", "netns", "del", ns], check=False, timeout=self.config.timeouts.command)
+            removed.append(f"netns {ns}")
+        data = Path(state["data_dir"]) if state else self.config.data_dir / self.spec.name
+        if data.exists():
+            shutil.rmtree(data, ignore_errors=True)
+            removed.append(f"data {data}")
+        if self.path.exists():
+            self.path.unlink()
+            removed.append(f"state {self.path}")
+        holder = state.get("holder_pid") if state else None
+        if holder and holder != os.getpid():
+            etcdproc.signal_pid(holder, signal.SIGKILL)
+        return removed
+
+
+def log_tail(path: str | Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+

@@ -1,0 +1,125 @@
+"""Then-steps: judge what the probes recorded against the thresholds in the feature text."""
+
+from __future__ import annotations
+
+import time
+
+from pytest_bdd import parsers, then
+
+from harness import judge
+from harness.probes.availability import AvailabilityProbe
+from harness.probes.converge import converged, converged_keys
+from harness.probes.etcd import hashkv
+from harness.providers.local.region import LocalEnvironment
+from harness.steps.scenario import Outage
+from harness.timeline import Timeline
+from harness.validate import availability as av
+from harness.validate.history import diverging_hashes, lost_writes, seqs_from_keys
+
+
+def _await(figure, limit: float):
+    """Give a figure until its own limit (plus a little) to appear in the probe history."""
+    deadline = time.monotonic() + limit + 0.5
+    value = figure()
+    while value is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = figure()
+    return value
+
+
+@then(parsers.parse("a new leader is elected in a surviving zone within {limit:g} s"))
+def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
+    h = probe.history
+    found = _await(lambda: av.new_leader_after(h.samples, outage.start, outage.leader_id_before, h.member_ids), limit)
+    judge.at_most(found[0] if found else None, limit, "time to a new leader", seen=found)
+    judge.holds(env.member(found[1]).zone not in outage.zones, f"new leader {found[1]} is in a surviving zone",
+                seen=env.member(found[1]).zone)
+
+
+@then(parsers.parse("writes resume within {limit:g} s of the outage"))
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    gap = av.longest_write_gap(probe.history.samples, outage.start, timeline.now())
+    judge.at_most(gap.length if gap else None, limit, "write-unavailability window", seen=gap)
+
+
+@then(parsers.parse("the longest write gap during the outage is under {limit:g} s"))
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    gap = av.longest_write_gap(probe.history.samples, outage.start, outage.healed_at or timeline.now())
+    judge.at_most(gap.length if gap else None, limit, "longest write gap", seen=gap)
+
+
+@then("the etcd leader does not change")
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
+    seen = av.leader_changes(probe.history.samples, outage.start, outage.healed_at or timeline.now())
+    judge.equal(seen, {outage.leader_id_before}, f"leaders reported during the outage (before: {outage.leader_before})")
+
+
+@then("a leader exists in a surviving zone")
+def _(env: LocalEnvironment, outage: Outage) -> None:
+    survivors = [m.name for m in env.members if m.zone not in outage.zones]
+    statuses = env.wait_healthy(members=survivors)
+    leader = env.leader({n: statuses[n] for n in survivors})
+    judge.holds(leader is not None and env.member(leader).zone not in outage.zones,
+                "the surviving members agree on a leader in a surviving zone", seen=leader)
+
+
+@then("linearizable writes fail while both zones are down")
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
+    last_cut = max(f.event.data.get("injected_at", f.event.start) for f in outage.faults)
+    acked, failed = av.writes_failed_between(probe.history.samples, last_cut, outage.healed_at or timeline.now())
+    judge.equal(acked, 0, f"writes acknowledged without quorum ({failed} failed)")
+    judge.holds(failed > 0, "writes were attempted while quorum was lost", seen=failed)
+
+
+@then(parsers.parse('serializable reads from the member in zone "{zone}" are still served'))
+def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
+    last_cut = max(f.event.data.get("injected_at", f.event.start) for f in outage.faults)
+    for m in env.members_in(zone):
+        served, failed = av.reads_served(probe.history.samples, m.name, last_cut, outage.healed_at or timeline.now())
+        judge.holds(served > 0 and failed == 0, f"every serializable read of {m.name} served while quorum was lost",
+                    seen={"served": served, "failed": failed})
+
+
+@then(parsers.parse("writes resume within {limit:g} s of its return"))
+def _(probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
+    assert outage.healed_at is not None, "no zone came back in this scenario"
+    after = _await(lambda: av.first_ack_after(probe.history.samples, outage.healed_at), limit)
+    judge.at_most(after, limit, "time from the zone's return to the first acknowledged write")
+
+
+def _catch_up(probe: AvailabilityProbe, outage: Outage, names: list[str], limit: float) -> None:
+    __tracebackhide__ = True
+    assert outage.healed_at is not None, "nothing came back in this scenario"
+    h, healed = probe.history, outage.healed_at
+    target = av.highest_revision(h.samples, healed)
+    for name in names:
+        took = _await(lambda: av.catch_up_time(h.samples, name, healed, target), limit)
+        judge.at_most(took, limit, f"catch-up of {name} to revision {target} (the highest seen when it returned)")
+
+
+@then(parsers.parse("its member catches up within {limit:g} s"))
+def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
+    _catch_up(probe, outage, [m.name for z in outage.returned for m in env.members_in(z)], limit)
+
+
+@then(parsers.parse('member "{member}" catches up within {limit:g} s'))
+def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, member: str, limit: float) -> None:
+    _catch_up(probe, outage, [env.member(member).name], limit)
+
+
+@then("all members end with equal HashKV")
+def _(env: LocalEnvironment, probes) -> None:
+    probes.stop_all()
+    converged(env, env.config.timeouts.recovery)
+    judge.none_of(diverging_hashes(hashkv(env)), "members whose HashKV differs")
+
+
+@then("no acknowledged write is lost")
+def _(env: LocalEnvironment, probes, probe: AvailabilityProbe) -> None:
+    probes.stop_all()
+    h = probe.history
+    judge.holds(len(h.acked()) > 0, "the probe had acknowledged writes to check", seen=len(h.acked()))
+    views = converged_keys(env, h.prefix, env.config.timeouts.recovery)
+    for member, keys in views.items():
+        judge.holds(isinstance(keys, list), f"{member} answered the read-back", seen=keys)
+        judge.none_of(lost_writes(h.acked(), seqs_from_keys(keys, h.prefix)), f"acknowledged writes missing on {member}")

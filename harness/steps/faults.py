@@ -1,0 +1,75 @@
+"""When-steps: faults go on and come off; all go through the shared fault runner."""
+
+from __future__ import annotations
+
+import time
+
+from pytest_bdd import parsers, when
+
+from harness.errors import ConfigError
+from harness.faults.runner import FaultRunner
+from harness.providers.local.region import LocalEnvironment
+from harness.steps.scenario import Outage
+from harness.timeline import Timeline
+
+NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its link": "node-link-down"}
+
+
+def _apply(env: LocalEnvironment, faults: FaultRunner, timeline: Timeline, kind: str, targets: list[str],
+           seconds: float) -> Outage:
+    statuses = env.status()
+    leader = env.leader(statuses)
+    ids = {name: s.member_id for name, s in statuses.items() if not isinstance(s, str)}
+    start = timeline.now()
+    outage = Outage([faults.inject(kind, t) for t in targets], start, leader, ids.get(leader or "", 0))
+    time.sleep(seconds)
+    return outage
+
+
+@when(parsers.parse("the target zone goes down for {seconds:g} s"), target_fixture="outage")
+def _(env, faults, timeline, target_zone: str, seconds: float) -> Outage:
+    return _apply(env, faults, timeline, "zone-outage", [target_zone], seconds)
+
+
+@when(parsers.parse('zone "{zone}" goes down for {seconds:g} s'), target_fixture="outage")
+def _(env, faults, timeline, zone: str, seconds: float) -> Outage:
+    return _apply(env, faults, timeline, "zone-outage", [zone], seconds)
+
+
+@when(parsers.parse('zones "{first}" and "{second}" go down for {seconds:g} s'), target_fixture="outage")
+def _(env, faults, timeline, first: str, second: str, seconds: float) -> Outage:
+    return _apply(env, faults, timeline, "zone-outage", [first, second], seconds)
+
+
+@when(parsers.parse('node "{node}" {how} for {seconds:g} s'), target_fixture="outage")
+def _(env, faults, timeline, node: str, how: str, seconds: float) -> Outage:
+    if how not in NODE_MODES:
+        raise ConfigError(f"unknown node failure {how!r}; accepted: {', '.join(NODE_MODES)}")
+    return _apply(env, faults, timeline, NODE_MODES[how], [node], seconds)
+
+
+def _restore(faults: FaultRunner, timeline: Timeline, outage: Outage, targets: list[str] | None) -> Outage:
+    chosen = [f for f in outage.faults if targets is None or f.target in targets]
+    if not chosen:
+        raise ConfigError(f"{targets} were not taken down in this scenario; down: {outage.zones}")
+    outage.healed_at = timeline.now()
+    for f in chosen:
+        # Heal without waiting for full health: a quorum may still be missing on purpose.
+        faults.heal(f, wait=False)
+        outage.returned.append(f.target)
+    return outage
+
+
+@when("the target zone comes back", target_fixture="outage")
+def _(faults, timeline, outage: Outage) -> Outage:
+    return _restore(faults, timeline, outage, None)
+
+
+@when(parsers.parse('zone "{zone}" comes back'), target_fixture="outage")
+def _(faults, timeline, outage: Outage, zone: str) -> Outage:
+    return _restore(faults, timeline, outage, [zone])
+
+
+@when(parsers.parse('node "{node}" comes back'), target_fixture="outage")
+def _(faults, timeline, outage: Outage, node: str) -> Outage:
+    return _restore(faults, timeline, outage, [node])

@@ -1,0 +1,55 @@
+"""Given-steps: which region, which target, which probes."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pytest_bdd import given, parsers
+
+from harness.errors import ConfigError
+from harness.probes.availability import AvailabilityProbe
+from harness.providers.local.region import LocalEnvironment
+
+
+@given(parsers.parse("a healthy region with {members:d} etcd members spread over {zones:d} zones"), target_fixture="env")
+def _(env: LocalEnvironment, members: int, zones: int) -> LocalEnvironment:
+    if (len(env.members), len(env.zones)) != (members, zones) or env.spec.layout != "multi-zone":
+        raise ConfigError(
+            f"the shared region has {len(env.members)} members over {len(env.zones)} zones ({env.spec.layout}); "
+            f"this step needs {members} over {zones} — use 'a fresh region with ...' for other shapes"
+        )
+    env.wait_healthy()
+    return env
+
+
+@given(parsers.parse("a fresh region with {members:d} etcd members in the {layout} layout"), target_fixture="env")
+def _(region_factory: Callable[..., LocalEnvironment], members: int, layout: str) -> LocalEnvironment:
+    return region_factory(members=members, layout=layout)
+
+
+@given("the zone of the etcd leader is the target zone", target_fixture="target_zone")
+def _(env: LocalEnvironment) -> str:
+    leader = env.leader(env.wait_healthy())
+    return env.member(leader).zone  # type: ignore[arg-type]
+
+
+@given("a zone without the etcd leader is the target zone", target_fixture="target_zone")
+def _(env: LocalEnvironment) -> str:
+    leader = env.leader(env.wait_healthy())
+    return next(z for z in env.zones if z != env.member(leader).zone)  # type: ignore[arg-type]
+
+
+@given(parsers.parse('zone "{zone}" is the target zone'), target_fixture="target_zone")
+def _(env: LocalEnvironment, zone: str) -> str:
+    return env.zone(zone)
+
+
+@given(parsers.parse("write and read probes run every {ms:d} ms from a client in another zone"), target_fixture="probe")
+def _(probes, env: LocalEnvironment, target_zone: str, ms: int) -> AvailabilityProbe:
+    via = next(z for z in env.zones if z != target_zone)
+    return probes.start(via, ms / 1000)
+
+
+@given(parsers.parse('write and read probes run every {ms:d} ms from a client in zone "{zone}"'), target_fixture="probe")
+def _(probes, env: LocalEnvironment, zone: str, ms: int) -> AvailabilityProbe:
+    return probes.start(env.zone(zone), ms / 1000)

@@ -1,0 +1,23 @@
+"""What a scenario's steps hand each other (as target fixtures)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.faults.runner import ActiveFault
+
+
+@dataclass
+class Outage:
+    """Faults applied by one When-step, and what the region looked like just before."""
+
+    faults: list[ActiveFault]
+    start: float
+    leader_before: str | None
+    leader_id_before: int
+    healed_at: float | None = None
+    returned: list[str] = field(default_factory=list)
+
+    @property
+    def zones(self) -> list[str]:
+        return [f.target for f in self.faults]

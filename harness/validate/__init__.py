@@ -1,0 +1,1 @@
+"""Pure functions over recorded histories: they compute figures and find violations."""

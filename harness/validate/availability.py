@@ -1,0 +1,89 @@
+"""Figures derived from probe samples: write gaps, leader changes, catch-up times."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from harness.probes.samples import Sample
+
+
+@dataclass(frozen=True)
+class Gap:
+    start: float  # last acknowledged write before the gap
+    end: float  # first acknowledged write after it
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+
+def acks(samples: Iterable[Sample]) -> list[float]:
+    return sorted(s.end for s in samples if s.kind == "write" and s.ok)
+
+
+def longest_write_gap(samples: Iterable[Sample], start: float, end: float) -> Gap | None:
+    """The longest stretch without an acknowledged write that overlaps [start, end].
+
+    Returns None when no write was acknowledged after `start` at all (writes never resumed).
+    """
+    times = acks(samples)
+    before = [t for t in times if t <= start]
+    after = [t for t in times if start < t]
+    if not after:
+        return None
+    points = ([before[-1]] if before else [start]) + after
+    best = Gap(points[0], points[0])
+    for a, b in zip(points, points[1:]):
+        if a > end:
+            break
+        if b - a > best.length:
+            best = Gap(a, b)
+    return best
+
+
+def first_ack_after(samples: Iterable[Sample], t: float) -> float | None:
+    """Seconds from `t` to the first write acknowledged after it."""
+    later = [x for x in acks(samples) if x > t]
+    return later[0] - t if later else None
+
+
+def writes_failed_between(samples: Iterable[Sample], start: float, end: float) -> tuple[int, int]:
+    """(acknowledged, failed) writes that both started and ended inside [start, end]."""
+    inside = [s for s in samples if s.kind == "write" and s.start >= start and s.end <= end]
+    return sum(s.ok for s in inside), sum(not s.ok for s in inside)
+
+
+def reads_served(samples: Iterable[Sample], member: str, start: float, end: float) -> tuple[int, int]:
+    """(served, failed) serializable reads of `member` inside [start, end]."""
+    inside = [s for s in samples if s.kind == "read" and s.member == member and s.start >= start and s.end <= end]
+    return sum(s.ok for s in inside), sum(not s.ok for s in inside)
+
+
+def new_leader_after(
+    samples: Iterable[Sample], t: float, old_leader: int, member_ids: dict[int, str]
+) -> tuple[float, str] | None:
+    """(seconds after t, member name) of the first status sample naming a leader other than `old_leader`."""
+    for s in sorted((s for s in samples if s.kind == "status" and s.ok and s.start >= t), key=lambda s: s.end):
+        if s.leader and s.leader != old_leader:
+            return s.end - t, member_ids.get(s.leader, str(s.leader))
+    return None
+
+
+def leader_changes(samples: Iterable[Sample], start: float, end: float) -> set[int]:
+    """Leader ids reported by any member inside [start, end] (0, 'no leader', excluded)."""
+    return {s.leader for s in samples if s.kind == "status" and s.ok and start <= s.start <= end and s.leader}
+
+
+def catch_up_time(samples: Iterable[Sample], member: str, t: float, target_revision: int) -> float | None:
+    """Seconds after `t` until `member` reports a revision >= target_revision (revision lag 0)."""
+    for s in sorted((s for s in samples if s.kind == "status" and s.ok and s.member == member and s.start >= t),
+                    key=lambda s: s.end):
+        if s.revision is not None and s.revision >= target_revision:
+            return s.end - t
+    return None
+
+
+def highest_revision(samples: Iterable[Sample], until: float) -> int:
+    """The highest revision any write ack or status sample showed up to `until`."""
+    return max((s.revision for s in samples if s.ok and s.revision and s.end <= until), default=0)

@@ -1,0 +1,46 @@
+"""One generic wait: poll a condition, show progress, fail with the last observed state."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, TextIO, TypeVar
+
+from harness.errors import WaitTimeout
+
+T = TypeVar("T")
+
+
+def wait_for(
+    observe: Callable[[], T],
+    done: Callable[[T], bool],
+    description: str,
+    timeout: float,
+    interval: float = 0.05,
+    progress_every: float = 5.0,
+    out: TextIO | None = None,
+) -> T:
+    """Call `observe` until `done(observed)` is true; return the observation.
+
+    Exceptions from `observe` count as "not yet" and become the last observed state.
+    Every `progress_every` seconds a line says what is awaited and for how long.
+    """
+    out = out if out is not None else sys.stderr
+    start = time.monotonic()
+    next_report = start + progress_every
+    last: object = "nothing observed yet"
+    while True:
+        try:
+            value = observe()
+            if done(value):
+                return value
+            last = value
+        except Exception as e:  # a failed observation is a state too
+            last = f"{type(e).__name__}: {e}"
+        now = time.monotonic()
+        if now - start >= timeout:
+            raise WaitTimeout(description, timeout, last)
+        if now >= next_report:
+            print(f"[harness] waiting for {description}: {now - start:.0f}s of {timeout:.0f}s; last: {last!r}"[:300], file=out)
+            next_report = now + progress_every
+        time.sleep(min(interval, max(0.0, timeout - (now - start))))
