@@ -2,4 +2,4 @@
 
 from harness.steps import STEP_MODULES
 
-pytest_plugins = STEP_MODULES
+pytest_plugins = [*STEP_MODULES, "pytester"]

@@ -8,7 +8,22 @@ Feature: Quorum is lost with two zones and regained with one
     Given a healthy region with 3 etcd members spread over 3 zones
     And write and read probes run every 10 ms from a client in zone "zone-c"
     When zones "zone-a" and "zone-b" go down for 3 s
-    Then linearizable writes fail while both zones are down
+    Then linearizable writes fail during the outage
     And serializable reads from the member in zone "zone-c" are still served
+    When zone "zone-a" comes back
+    Then writes resume within 5 s of its return
+
+  Scenario: Five members over three zones survive the loss of a two-member zone
+    Given a fresh region with 5 etcd members in the multi-zone layout
+    And write and read probes run every 10 ms from a client in zone "zone-c"
+    When zone "zone-a" goes down for 3 s
+    Then a leader exists in a surviving zone
+    And writes resume within 3 s of the outage
+
+  Scenario: All members in one zone survive a node but not the zone
+    Given a fresh region with 3 etcd members in the single-zone layout
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    When zone "zone-a" goes down for 2 s
+    Then linearizable writes fail during the outage
     When zone "zone-a" comes back
     Then writes resume within 5 s of its return

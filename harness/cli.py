@@ -125,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as e:
         print(f"harness: error: {e}", file=sys.stderr)
         return 2
+    except PermissionError as e:
+        print(f"harness: error: {e}; the region was made by another user, or needs root", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return 130

@@ -46,7 +46,7 @@ class RegionSpec:
 
     name: str = "hh"
     zones: tuple[str, ...] = DEFAULT_ZONES
-    nodes_per_zone: int = 2
+    nodes_per_zone: int | None = None  # None: 2, or as many as the layout needs in its busiest zone
     members: int = 3
     layout: str = "multi-zone"
     subnet_prefix: str = "10.77"  # zone i gets <prefix>.<i+1>.0/24 inside the region's own namespaces
@@ -65,10 +65,13 @@ class RegionSpec:
                 raise ConfigError(f"zone name {zone!r} must be alphanumeric with dashes, at most 10 characters")
         if not self.name.isalnum() or len(self.name) > 4:
             raise ConfigError(f"region name {self.name!r} must be alphanumeric, at most 4 characters (it prefixes namespace names)")
-        if self.nodes_per_zone < 1 or self.nodes_per_zone > 20:
-            raise ConfigError(f"nodes_per_zone must be between 1 and 20, got {self.nodes_per_zone}")
         needed = self.member_zones()
         busiest = max(needed.count(z) for z in set(needed))
+        if self.nodes_per_zone is None:
+            object.__setattr__(self, "nodes_per_zone", max(2, busiest))
+        assert self.nodes_per_zone is not None
+        if self.nodes_per_zone < 1 or self.nodes_per_zone > 20:
+            raise ConfigError(f"nodes_per_zone must be between 1 and 20, got {self.nodes_per_zone}")
         if busiest > self.nodes_per_zone:
             raise ConfigError(
                 f"{self.members} members in layout {self.layout} need {busiest} nodes in one zone, "
@@ -119,7 +122,7 @@ def load_config(
     """Build the configuration: defaults < TOML file < environment < explicit overrides.
 
     Overrides use dotted keys: {"region.members": 5, "etcd.binary": "/opt/etcd"}.
-    Environment: ETCD_BIN, HARNESS_CONFIG (file path), HARNESS_STATE_DIR.
+    Environment: ETCD_BIN, HARNESS_CONFIG (file path), HARNESS_STATE_DIR, HARNESS_OUTER_UID (set by rootless).
     """
     env = os.environ if environ is None else environ
     raw: dict[str, dict[str, Any]] = {"region": {}, "etcd": {}, "timeouts": {}, "paths": {}}
@@ -148,7 +151,8 @@ def load_config(
             raise ConfigError(f"unknown setting {dotted!r}; use region.*, etcd.*, timeouts.* or paths.*")
         raw[section][key] = value
 
-    uid = os.getuid()
+    # Inside the rootless namespaces we are uid 0; paths belong to the user who ran us.
+    uid = int(env.get("HARNESS_OUTER_UID", os.getuid()))
     state_dir, data_dir = _default_dirs(uid)
     paths = raw["paths"]
     unknown = sorted(set(paths) - {"state_dir", "data_dir", "reports_dir"})
@@ -168,5 +172,6 @@ def load_config(
 
 
 def with_region(config: Config, **changes: Any) -> Config:
-    """A copy of the configuration with a different region shape (validated)."""
-    return replace(config, region=replace(config.region, **changes))
+    """A copy of the configuration with a different region shape (validated); nodes per zone
+    are sized for the new shape unless given."""
+    return replace(config, region=replace(config.region, **({"nodes_per_zone": None} | changes)))

@@ -6,6 +6,7 @@ scenario is healed at its teardown, whatever happened (Ctrl-C and SIGTERM includ
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import sys
@@ -15,9 +16,12 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from harness.config import Config, load_config, with_region
+from harness.errors import EnvironmentStateError
 from harness.faults.runner import FaultRunner
 from harness.probes.availability import AvailabilityProbe, ProbeHistory
+from harness.providers.local.etcd import alive
 from harness.providers.local.region import LocalEnvironment, LocalRegion
+from harness.providers.local.state import read_state
 from harness import rootless
 from harness.timeline import Timeline
 
@@ -28,6 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness")
     group.addoption("--harness-config", default=None, help="TOML file with [region], [etcd], [timeouts], [paths]")
     group.addoption("--etcd-bin", default=None, help="etcd binary for the local region (default: ETCD_BIN or `etcd` on PATH)")
+    group.addoption("--region-name", default=SESSION_REGION,
+                    help=f"name of the session's region, prefixes its namespaces (default: {SESSION_REGION})")
 
 
 def pytest_cmdline_main(config: pytest.Config) -> None:
@@ -35,7 +41,19 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     rootless.reexec_if_needed([sys.executable, "-m", "pytest", *config.invocation_params.args])
 
 
+MARKERS = {
+    "outage": "scenarios that take zones, nodes or members away",
+    "zone_outage": "a whole zone is cut off at the router",
+    "node_failure": "a node's processes are killed, frozen or its link goes down",
+    "quorum": "scenarios about etcd quorum loss and recovery",
+    "region": "needs the local region (root or user namespaces, etcd, nftables)",
+}
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # Gherkin tags become markers; registered here so --strict-markers accepts them anywhere.
+    for name, help_ in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {help_}")
     # SIGTERM (CI cancel) tears down like Ctrl-C does, so faults heal and the region goes down.
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -43,26 +61,43 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def harness_config(pytestconfig: pytest.Config) -> Config:
-    overrides: dict[str, Any] = {"region.name": SESSION_REGION}
+    overrides: dict[str, Any] = {"region.name": pytestconfig.getoption("region_name")}
     if pytestconfig.getoption("etcd_bin"):
         overrides["etcd.binary"] = pytestconfig.getoption("etcd_bin")
     path = pytestconfig.getoption("harness_config")
     return load_config(Path(path) if path else None, overrides)
 
 
-def _bring_up(region: LocalRegion) -> LocalEnvironment:
+def _say(config: pytest.Config, text: str) -> None:
+    """Write past output capture: bring-up happens inside the first test's setup."""
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if capture is None or reporter is None:
+        print(text, file=sys.stderr)
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(text)
+
+
+def _bring_up(region: LocalRegion, config: pytest.Config) -> LocalEnvironment:
     left = region.leftovers()
     if left:
+        owner = (read_state(region.path) or {}).get("owner_pid")
+        if owner and owner != os.getpid() and alive(owner):
+            raise EnvironmentStateError(
+                f"region {region.spec.name!r} is in use by process {owner}; "
+                "wait for it or pick another name with --region-name"
+            )
         # This name belongs to pytest sessions; what is there was left by one that died.
-        print(f"\n[harness] removing leftovers of an earlier session: {', '.join(left)}", file=sys.stderr)
+        _say(config, f"[harness] removing leftovers of an earlier session: {', '.join(left)}")
         region.down()
     return region.up()
 
 
 @pytest.fixture(scope="session")
-def local_region(harness_config: Config) -> Iterator[LocalEnvironment]:
+def local_region(harness_config: Config, pytestconfig: pytest.Config) -> Iterator[LocalEnvironment]:
     region = LocalRegion(harness_config)
-    env = _bring_up(region)
+    env = _bring_up(region, pytestconfig)
     try:
         yield env
     finally:
@@ -70,7 +105,7 @@ def local_region(harness_config: Config) -> Iterator[LocalEnvironment]:
 
 
 @pytest.fixture
-def region_factory(harness_config: Config) -> Iterator[Callable[..., LocalEnvironment]]:
+def region_factory(harness_config: Config, pytestconfig: pytest.Config) -> Iterator[Callable[..., LocalEnvironment]]:
     """Fresh regions of any shape for one scenario (e.g. members=5, layout="single-zone")."""
     made: list[LocalRegion] = []
 
@@ -78,7 +113,7 @@ def region_factory(harness_config: Config) -> Iterator[Callable[..., LocalEnviro
         name = f"pf{len(made)}"
         region = LocalRegion(with_region(harness_config, name=name, **shape))
         made.append(region)
-        return _bring_up(region)
+        return _bring_up(region, pytestconfig)
 
     try:
         yield make
@@ -143,15 +178,13 @@ def _write_run(request: pytest.FixtureRequest, config: Config, tl: Timeline) -> 
     """Write the scenario's timeline and samples, pass or fail, for the report."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid)[-150:]
     probes = request.node.stash.get(_PROBES, None)
-    samples = []
+    histories = []
     if probes is not None:
         probes.stop_all()
-        samples = [[s.kind, s.member, round(s.start, 4), round(s.end, 4), s.ok, s.seq, s.revision, s.leader]
-                   for h in probes.histories for s in h.samples]
+        histories = [h.to_dict() for h in probes.histories]
     out = config.reports_dir / "runs" / f"{name}.json"
     try:
-        tl.write(out, {"nodeid": request.node.nodeid, "samples": samples,
-                       "sample_fields": ["kind", "member", "start", "end", "ok", "seq", "revision", "leader"]})
+        tl.write(out, {"nodeid": request.node.nodeid, "histories": histories})
     except OSError as e:  # a report that cannot be written must not hide the test result
         print(f"[harness] could not write {out}: {e}", file=sys.stderr)
 

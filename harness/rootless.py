@@ -56,11 +56,12 @@ def start_holder() -> int:
 
 
 def enter_argv(holder: int, argv: Sequence[str]) -> list[str]:
-    return ["nsenter", f"--target={holder}", "--user", "--net", "--mount", *argv]
+    # Our uid is mapped to root in the namespace already; nsenter must not try setgroups.
+    return ["nsenter", f"--target={holder}", "--user", "--net", "--mount", "--preserve-credentials", *argv]
 
 
 def run_inside(holder: int, argv: Sequence[str]) -> int:
-    env = dict(os.environ, **{ENV_FLAG: "1", HOLDER_ENV: str(holder)})
+    env = dict(os.environ, **{ENV_FLAG: "1", HOLDER_ENV: str(holder), "HARNESS_OUTER_UID": str(os.getuid())})
     try:
         return subprocess.call(enter_argv(holder, argv), env=env)
     except KeyboardInterrupt:  # the child got the SIGINT too and tears down on its own

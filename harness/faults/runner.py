@@ -90,21 +90,15 @@ class FaultRunner:
                 raise FaultError(f"injecting {kind} on {target} failed and was rolled back: {e}") from e
             raise
         event.data["injected_at"] = self.timeline.now()
-        self._update_ledger(fid, data or {})
+        self.env.update_fault(fid, data or {})
         active = ActiveFault(fid, kind, target, fault, data or {}, event)
         self.active.append(active)
         return active
 
-    def _update_ledger(self, fid: str, data: dict[str, Any]) -> None:
-        for entry in self.env.state.get("faults", []):
-            if entry["id"] == fid:
-                entry["data"] = data
-        self.env.save()
-
     def _check_before(self, kind: str, target: str) -> None:
         statuses = self.env.status()
         self.timeline.mark("health", "before", fault=kind, target=target, statuses=_brief(statuses))
-        if not self.active and not self.env.state.get("faults"):
+        if not self.active and not self.env.refresh().get("faults"):
             try:
                 self.env.wait_healthy(self.env.config.timeouts.member_ready)
             except HarnessError as e:
@@ -141,7 +135,7 @@ def _brief(statuses: dict[str, Any]) -> dict[str, Any]:
 def heal_everything(env: LocalEnvironment) -> list[str]:
     """After a crash: heal every ledger entry, then sweep for any fault effect left anyway."""
     done: list[str] = []
-    for entry in list(env.state.get("faults", [])):
+    for entry in list(env.refresh().get("faults", [])):
         fault = get_fault(entry["kind"])
         fault.heal(env, entry["target"], entry.get("data") or {})
         env.forget_fault(entry["id"])

@@ -11,7 +11,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from harness.errors import ConfigError
 from harness.etcd_gateway import EtcdRequestError
@@ -20,6 +21,7 @@ from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
 
 MAX_INTERVAL = 0.020
+SAMPLE_FIELDS = [f.name for f in fields(Sample)]
 
 
 @dataclass
@@ -35,8 +37,24 @@ class ProbeHistory:
     def acked(self) -> list[int]:
         return [s.seq for s in self.samples if s.kind == "write" and s.ok and s.seq is not None]
 
-    def of(self, kind: str, member: str | None = None) -> list[Sample]:
-        return [s for s in self.samples if s.kind == kind and (member is None or s.member == member)]
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prefix": self.prefix,
+            "via_zone": self.via_zone,
+            "member_ids": {str(k): v for k, v in self.member_ids.items()},
+            "fields": SAMPLE_FIELDS,
+            "samples": [[getattr(s, f) for f in SAMPLE_FIELDS] for s in self.samples],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ProbeHistory":
+        fields_ = data["fields"]
+        return cls(
+            data["prefix"],
+            data["via_zone"],
+            {int(k): v for k, v in data["member_ids"].items()},
+            [Sample(**dict(zip(fields_, row))) for row in data["samples"]],
+        )
 
 
 class AvailabilityProbe:

@@ -63,7 +63,7 @@ def _(env: LocalEnvironment, outage: Outage) -> None:
                 "the surviving members agree on a leader in a surviving zone", seen=leader)
 
 
-@then("linearizable writes fail while both zones are down")
+@then("linearizable writes fail during the outage")
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
     last_cut = max(f.event.data.get("injected_at", f.event.start) for f in outage.faults)
     acked, failed = av.writes_failed_between(probe.history.samples, last_cut, outage.healed_at or timeline.now())

@@ -18,7 +18,7 @@ from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
 from harness.providers.base import Member, Node, Topology
 from harness.providers.local import etcd as etcdproc
 from harness.providers.local import netns
-from harness.providers.local.state import read_state, state_path, write_state
+from harness.providers.local.state import read_state, state_path, update_state, write_state
 from harness.wait import wait_for
 
 FAULT_TABLE_PREFIX = "harness_"
@@ -127,18 +127,25 @@ class LocalEnvironment(Topology):
         (leader_id,) = leaders
         return next((name for name, mid in ids.items() if mid == leader_id), None)
 
-    def wait_healthy(self, timeout: float | None = None, members: list[str] | None = None) -> dict[str, Status | str]:
-        """Wait until the named members (default all) answer and agree on one leader."""
+    def wait_healthy(
+        self, timeout: float | None = None, members: list[str] | None = None, max_lag: int = 20
+    ) -> dict[str, Status | str]:
+        """Wait until the named members (default all) answer, agree on one leader, and have each
+        applied the log to within `max_lag` entries of the most advanced one (caught up)."""
         wanted = members or [m.name for m in self.members]
 
         def healthy(st: dict[str, Status | str]) -> bool:
             ok = [st[n] for n in wanted]
-            return all(isinstance(s, Status) for s in ok) and len({s.leader for s in ok}) == 1 and ok[0].leader != 0  # type: ignore[union-attr]
+            if not all(isinstance(s, Status) for s in ok):
+                return False
+            applied = [s.applied_index for s in ok]  # type: ignore[union-attr]
+            leaders = {s.leader for s in ok}  # type: ignore[union-attr]
+            return len(leaders) == 1 and 0 not in leaders and max(applied) - min(applied) <= max_lag
 
         return wait_for(
             self.status,
             healthy,
-            f"etcd members {', '.join(wanted)} healthy with one leader",
+            f"etcd members {', '.join(wanted)} healthy, caught up, with one leader",
             timeout or self.config.timeouts.member_ready,
         )
 
@@ -156,8 +163,7 @@ class LocalEnvironment(Topology):
             etcdproc.signal_pid(pid, sig)
             if sig == signal.SIGKILL:
                 _reap(pid, 2.0)
-                self.state["members"][member]["pid"] = None
-                self.save()
+                self._update(lambda st: st["members"][member].update(pid=None))
 
     def start_member(self, member: str) -> int:
         """(Re)start a member on its node with its existing data directory."""
@@ -165,8 +171,7 @@ class LocalEnvironment(Topology):
             return self.member_pid(member)  # type: ignore[return-value]
         rec = self.state["members"][self.member(member).name]
         pid = etcdproc.start_member(rec["ns"], rec["args"], Path(rec["log"]))
-        rec["pid"] = pid
-        self.save()
+        self._update(lambda st: st["members"][member].update(pid=pid))
         return pid
 
     def node_pids(self, node: str) -> list[int]:
@@ -174,15 +179,26 @@ class LocalEnvironment(Topology):
 
     # -- fault ledger -----------------------------------------------------
     def record_fault(self, entry: dict[str, Any]) -> None:
-        self.state.setdefault("faults", []).append(entry)
-        self.save()
+        self._update(lambda st: st.setdefault("faults", []).append(entry))
+
+    def update_fault(self, fault_id: str, data: dict[str, Any]) -> None:
+        def change(st: dict[str, Any]) -> None:
+            for entry in st.get("faults", []):
+                if entry["id"] == fault_id:
+                    entry["data"] = data
+
+        self._update(change)
 
     def forget_fault(self, fault_id: str) -> None:
-        self.state["faults"] = [f for f in self.state.get("faults", []) if f["id"] != fault_id]
-        self.save()
+        self._update(lambda st: st.update(faults=[f for f in st.get("faults", []) if f["id"] != fault_id]))
 
-    def save(self) -> None:
-        write_state(self.path, self.state)
+    def refresh(self) -> dict[str, Any]:
+        """Re-read the state file (another process may have injected or healed faults)."""
+        self.state = read_state(self.path) or self.state
+        return self.state
+
+    def _update(self, change: Any) -> None:
+        self.state = update_state(self.path, change)
 
     def describe(self) -> dict[str, Any]:
         """What `harness status --json` prints."""
@@ -335,6 +351,8 @@ class LocalRegion:
                 "log": str(log_root / f"{m.name}.log"),
                 "pid": None,
             }
+        write_state(self.path, env.state)
+        for m in members:
             env.start_member(m.name)
 
     def down(self) -> list[str]:
@@ -367,6 +385,7 @@ class LocalRegion:
         if self.path.exists():
             self.path.unlink()
             removed.append(f"state {self.path}")
+        self.path.with_suffix(".lock").unlink(missing_ok=True)
         holder = state.get("holder_pid") if state else None
         if holder and holder != os.getpid():
             etcdproc.signal_pid(holder, signal.SIGKILL)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from harness.errors import EnvironmentStateError
 
@@ -29,3 +31,23 @@ def write_state(path: Path, state: dict[str, Any]) -> None:
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(state, indent=1))
     os.replace(tmp, path)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def update_state(path: Path, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Read-modify-write under a lock: `harness fault` in one process and a test in another
+    must not overwrite each other's ledger entries."""
+    with _locked(path):
+        state = read_state(path)
+        if state is None:
+            raise EnvironmentStateError(f"state file {path} disappeared: the region was taken down")
+        change(state)
+        write_state(path, state)
+        return state

@@ -1,0 +1,125 @@
+"""Faults against the real region: effect, heal, rollback of a half-done inject, heal after a crash."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Any, ClassVar
+
+import pytest
+
+from harness import faults as fault_registry
+from harness.errors import ConfigError, FaultError
+from harness.etcd_gateway import EtcdRequestError
+from harness.faults.runner import FaultRunner, heal_everything
+from harness.faults.zone import ZoneOutage
+from harness.providers.local import netns
+from harness.providers.local.region import LocalEnvironment
+from harness.timeline import Timeline
+from tests.integration.conftest import cli, fault_tables
+
+
+def reachable(env: LocalEnvironment, member: str, via_zone: str) -> bool:
+    client = env.client(member, via_zone, timeout=0.3)
+    try:
+        client.status()
+        return True
+    except EtcdRequestError:
+        return False
+    finally:
+        client.close()
+
+
+def test_zone_outage_cuts_the_zone_off_and_heals(region_env: LocalEnvironment) -> None:
+    runner = FaultRunner(region_env, Timeline())
+    active = runner.inject("zone-outage", "zone-a")
+    assert fault_tables("it") == ["harness_outage_zone_a"]
+    assert not reachable(region_env, "etcd-0", "zone-b")  # across the zone boundary: dropped
+    assert reachable(region_env, "etcd-0", "zone-a")  # inside the subnet: NACLs do not apply
+    assert reachable(region_env, "etcd-1", "zone-c")
+    assert [f["id"] for f in region_env.state["faults"]] == [active.id]
+    runner.heal()
+    assert fault_tables("it") == [] and region_env.state["faults"] == []
+    assert reachable(region_env, "etcd-0", "zone-b")
+    assert active.event.end is not None and active.event.data["healed_at"] > active.event.start
+
+
+@pytest.mark.parametrize("kind", ["node-kill", "node-freeze", "node-link-down", "member-kill"])
+def test_node_and_member_faults_heal(region_env: LocalEnvironment, kind: str) -> None:
+    runner = FaultRunner(region_env, Timeline())
+    target = "etcd-1" if kind == "member-kill" else "zone-b-1"
+    runner.inject(kind, target)
+    assert not reachable(region_env, "etcd-1", "zone-a")
+    if kind in ("node-kill", "member-kill"):
+        assert not region_env.member_running("etcd-1")
+    runner.heal()  # waits until every member is healthy and caught up
+    assert reachable(region_env, "etcd-1", "zone-a") and region_env.member_running("etcd-1")
+
+
+def test_unknown_zone_is_a_clear_error_and_applies_nothing(region_env: LocalEnvironment) -> None:
+    runner = FaultRunner(region_env, Timeline())
+    with pytest.raises(ConfigError, match="unknown zone 'zone-x'; this environment has zones: zone-a, zone-b, zone-c"):
+        runner.inject("zone-outage", "zone-x")
+    assert fault_tables("it") == [] and region_env.state["faults"] == [] and runner.active == []
+    proc = cli("--name", "it", "fault", "zone-outage", "zone-x")
+    assert proc.returncode == 2 and "unknown zone 'zone-x'" in proc.stderr
+    assert fault_tables("it") == []
+
+
+class HalfwayFault(ZoneOutage):
+    """Applies a real outage, then fails before finishing: the runner must undo it."""
+
+    kind: ClassVar[str] = "halfway"
+
+    def inject(self, env: LocalEnvironment, target: str) -> dict[str, Any]:
+        super().inject(env, target)
+        assert fault_tables(env.spec.name), "the first half was applied"
+        raise ConfigError("second half failed")
+
+
+class HangingFault(ZoneOutage):
+    kind: ClassVar[str] = "hanging"
+
+    def inject(self, env: LocalEnvironment, target: str) -> dict[str, Any]:
+        super().inject(env, target)
+        time.sleep(3)
+        return {}
+
+
+@pytest.mark.parametrize("kind", ["halfway", "hanging"])
+def test_a_fault_that_fails_halfway_is_rolled_back(
+    region_env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    cls = HalfwayFault if kind == "halfway" else HangingFault
+    monkeypatch.setitem(fault_registry.FAULTS, kind, (f"{__name__}:{cls.__name__}", {}))
+    monkeypatch.setattr(region_env, "config", region_env.config.__class__(
+        **{**region_env.config.__dict__, "timeouts": region_env.config.timeouts.__class__(fault_apply=1.0)}))
+    timeline = Timeline()
+    runner = FaultRunner(region_env, timeline)
+    with pytest.raises(FaultError, match="failed and was rolled back|did not finish within 1.0s"):
+        runner.inject(kind, "zone-b")
+    if kind == "hanging":
+        time.sleep(2.5)  # the hung worker finishes its (late) inject; heal_everything must still undo it
+        heal_everything(region_env)
+    assert fault_tables("it") == [] and region_env.state["faults"] == [] and runner.active == []
+    (event,) = timeline.find("fault")
+    assert "error" in event.data and event.end is not None
+    assert reachable(region_env, "etcd-1", "zone-a")
+
+
+def test_harness_heal_after_a_crash_undoes_everything(region_env: LocalEnvironment) -> None:
+    # `harness fault` leaves its fault applied, as a crashed run would.
+    for kind, target in (("zone-outage", "zone-a"), ("node-freeze", "zone-b-1"), ("node-link-down", "zone-c-1")):
+        cli("--name", "it", "fault", kind, target, check=True)
+    assert fault_tables("it") == ["harness_outage_zone_a"]
+    assert not reachable(region_env, "etcd-1", "zone-b")  # frozen: even its own zone gets no answer
+    # And an effect the ledger does not know about (the process died before writing it).
+    netns.run(["ip", "-n", "it-zone-a-2", "link", "set", "eth0", "down"])
+    region_env.signal_member("etcd-0", signal.SIGKILL)
+    healed = cli("--name", "it", "heal", check=True)
+    assert "healed zone-outage:zone-a" in healed.stdout and "link up on zone-a-2" in healed.stdout
+    assert "restarted etcd-0" in healed.stdout and "region healthy" in healed.stdout
+    assert fault_tables("it") == []
+    fresh = region_env.__class__(region_env.config, region_env.state | {"faults": []})
+    assert all(reachable(fresh, m.name, "zone-a") for m in fresh.members)
+    assert "no fault was applied" in cli("--name", "it", "heal", check=True).stdout

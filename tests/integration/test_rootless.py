@@ -1,0 +1,72 @@
+"""Without root: the harness re-executes itself in a user+network+mount namespace."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness.providers.local.etcd import alive
+
+REPO = Path(__file__).parents[2]
+# An interpreter the unprivileged user can run (a venv under /root may not be readable);
+# the CLI needs only the standard library.
+SYSTEM_PYTHON = "/usr/bin/python3"
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not os.access(SYSTEM_PYTHON, os.X_OK),
+    reason="needs root to switch to an unprivileged user, setpriv and a system python3",
+)
+
+
+def as_nobody(*args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"HOME": "/tmp", "PYTHONPATH": str(REPO), "PATH": path or os.environ["PATH"]}
+    return subprocess.run(
+        [*NOBODY, "env", "-i", *(f"{k}={v}" for k, v in env.items()), SYSTEM_PYTHON, "-m", "harness.cli", *args],
+        capture_output=True, text=True, timeout=120, cwd="/tmp",
+    )
+
+
+def test_up_fault_heal_down_without_root() -> None:
+    as_nobody("--name", "rl", "down")
+    try:
+        up = as_nobody("--name", "rl", "up")
+        assert up.returncode == 0, up.stderr
+        assert "/tmp/ha-harness-65534/region-rl.json" in up.stdout
+        state = json.loads(Path("/tmp/ha-harness-65534/region-rl.json").read_text())
+        holder = state["holder_pid"]
+        assert holder and alive(holder)
+        desc = json.loads(as_nobody("--name", "rl", "status", "--json").stdout)
+        assert [m["health"] for m in desc["members"]] == ["healthy"] * 3 and desc["leader"]
+        assert as_nobody("--name", "rl", "fault", "zone-outage", "zone-b").returncode == 0
+        healed = as_nobody("--name", "rl", "heal")
+        assert "healed zone-outage:zone-b" in healed.stdout, healed.stderr
+    finally:
+        down = as_nobody("--name", "rl", "down")
+    assert down.returncode == 0 and "netns rl-router" in down.stdout, down.stderr
+    assert not alive(holder), "the namespace holder is gone with the region"
+    assert not Path("/tmp/ha-harness-65534/region-rl.json").exists()
+
+
+def test_without_user_namespaces_it_says_how_to_fix_it() -> None:
+    # A PATH whose unshare refuses, as on a kernel with user namespaces disabled
+    # (in a directory the unprivileged user can read: pytest's tmp_path is not).
+    bindir = Path(tempfile.mkdtemp(prefix="harness-nouserns-", dir="/tmp"))
+    try:
+        bindir.chmod(0o755)
+        fake = bindir / "unshare"
+        fake.write_text("#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n")
+        fake.chmod(0o755)
+        proc = as_nobody("--name", "rn", "up", path=f"{bindir}:{os.environ['PATH']}")
+    finally:
+        shutil.rmtree(bindir)
+    assert not Path("/tmp/ha-harness-65534/region-rn.json").exists()
+    assert proc.returncode == 2
+    assert "needs root or unprivileged user namespaces" in proc.stderr
+    assert "kernel.unprivileged_userns_clone=1" in proc.stderr and "Operation not permitted" in proc.stderr

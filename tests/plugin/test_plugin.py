@@ -1,0 +1,167 @@
+"""The pytest plugin and steps, driven through pytester in separate pytest processes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.providers.local import netns
+from tests.integration.conftest import cli, fault_tables, namespaces
+
+STEPS_CONFTEST = """
+from pytest_bdd import given, then
+from harness.steps import STEP_MODULES
+
+pytest_plugins = STEP_MODULES
+
+@given("nothing")
+def _():
+    pass
+
+@then("all is well")
+def _():
+    pass
+"""
+
+
+def make_project(pytester: pytest.Pytester, feature: str, region: str) -> Path:
+    pytester.makeconftest(STEPS_CONFTEST)
+    pytester.makefile(".feature", scenario=feature)
+    pytester.makepyfile(test_features="from pytest_bdd import scenarios\nscenarios('scenario.feature')\n")
+    cfg = pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n')
+    pytester.makeini(f"[pytest]\naddopts = --strict-markers -p no:cacheprovider --region-name {region} --harness-config {cfg}\n")
+    return pytester.path
+
+
+def test_tags_are_registered_markers_and_k_outage_selects(pytester: pytest.Pytester) -> None:
+    make_project(pytester, """
+Feature: selection
+  @outage
+  Scenario: tagged
+    Given nothing
+    Then all is well
+
+  Scenario: plain
+    Given nothing
+    Then all is well
+""", "px")
+    result = pytester.runpytest_subprocess("-k", "outage")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_unregistered_tag_fails_under_strict_markers(pytester: pytest.Pytester) -> None:
+    make_project(pytester, """
+Feature: strict
+  @outgae
+  Scenario: typo in a tag
+    Given nothing
+""", "px")
+    result = pytester.runpytest_subprocess()
+    result.stdout.fnmatch_lines(["*'outgae' not found in `markers` configuration option*"])
+
+
+def test_undefined_step_is_named(pytester: pytest.Pytester) -> None:
+    make_project(pytester, """
+Feature: undefined
+  Scenario: a step nobody wrote
+    Given nothing
+    When the moon falls on zone "zone-a"
+""", "px")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(['*Step definition is not found: When "the moon falls on zone "zone-a""*'])
+
+
+def test_unknown_zone_in_a_step(pytester: pytest.Pytester) -> None:
+    make_project(pytester, """
+Feature: unknown zone
+  Scenario: a zone that does not exist
+    Given a healthy region with 3 etcd members spread over 3 zones
+    When zone "zone-x" goes down for 1 s
+""", "pu")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ConfigError: unknown zone 'zone-x'; this environment has zones: zone-a, zone-b, zone-c*"])
+    assert namespaces("pu") == []
+
+
+def test_a_missed_threshold_fails_with_what_was_measured(pytester: pytest.Pytester) -> None:
+    make_project(pytester, """
+Feature: too strict
+  @outage
+  Scenario: Losing the leader's zone with an impossible promise
+    Given a healthy region with 3 etcd members spread over 3 zones
+    And the zone of the etcd leader is the target zone
+    And write and read probes run every 10 ms from a client in another zone
+    When the target zone goes down for 2 s
+    Then the etcd leader does not change
+""", "pv")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ToleranceViolation: leaders reported during the outage*expected {*}, got {*, *}*"])
+    assert namespaces("pv") == []
+    (run,) = (pytester.path / "reports" / "runs").glob("*.json")
+    events = json.loads(run.read_text())["events"]
+    (fault,) = [e for e in events if e["kind"] == "fault"]
+    assert "healed_at" in fault["data"], "the fault was healed at teardown even though the scenario failed"
+
+
+LONG_OUTAGE = """
+Feature: interrupted
+  Scenario: a long outage
+    Given a healthy region with 3 etcd members spread over 3 zones
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    When zone "zone-a" goes down for 60 s
+"""
+
+
+def _start_and_wait_for_fault(pytester: pytest.Pytester, region: str) -> subprocess.Popen[bytes]:
+    root = make_project(pytester, LONG_OUTAGE, region)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", str(root)], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if f"{region}-router" in netns.list_netns() and fault_tables(region):
+            return proc
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"the outage never started: {proc.communicate()[0].decode()[-2000:]}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_heals_and_tears_down(pytester: pytest.Pytester, sig: signal.Signals) -> None:
+    proc = _start_and_wait_for_fault(pytester, "pc")
+    proc.send_signal(sig)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert namespaces("pc") == [], out[-2000:]
+    (run,) = (pytester.path / "reports" / "runs").glob("*.json")
+    (fault,) = [e for e in json.loads(run.read_text())["events"] if e["kind"] == "fault"]
+    assert "healed_at" in fault["data"], out[-2000:]
+
+
+def test_after_a_kill_harness_heal_and_the_next_session_clean_up(pytester: pytest.Pytester) -> None:
+    proc = _start_and_wait_for_fault(pytester, "pk")
+    proc.kill()
+    proc.wait()
+    try:
+        assert fault_tables("pk") == ["harness_outage_zone_a"]
+        healed = cli("--name", "pk", "heal", check=True)
+        assert "healed zone-outage:zone-a" in healed.stdout and fault_tables("pk") == []
+        # The next session with that name removes what the killed one left.
+        pytester.makefile(".feature", scenario="""
+Feature: next
+  Scenario: next session
+    Given a healthy region with 3 etcd members spread over 3 zones
+""")
+        result = pytester.runpytest_subprocess()
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*removing leftovers of an earlier session*pk-router*"])
+    finally:
+        cli("--name", "pk", "down")
+    assert namespaces("pk") == []

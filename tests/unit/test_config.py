@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config import RegionSpec, load_config
+from harness.errors import ConfigError
+
+
+def test_defaults_are_gep20_case_2() -> None:
+    c = load_config(environ={})
+    assert c.region.zones == ("zone-a", "zone-b", "zone-c")
+    assert c.region.member_zones() == ["zone-a", "zone-b", "zone-c"]
+    assert c.etcd.pre_vote and c.etcd.heartbeat_ms == 100 and c.etcd.election_ms == 1000
+
+
+def test_layouts() -> None:
+    assert RegionSpec(members=5).member_zones() == ["zone-a", "zone-b", "zone-c", "zone-a", "zone-b"]
+    single = RegionSpec(layout="single-zone")
+    assert single.member_zones() == ["zone-a"] * 3 and single.nodes_per_zone == 3
+    assert RegionSpec().nodes_per_zone == 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"layout": "two-zone"}, "unknown layout 'two-zone'; accepted: multi-zone, single-zone"),
+        ({"members": 4}, "members must be 1, 3 or 5"),
+        ({"layout": "single-zone", "nodes_per_zone": 2}, "need 3 nodes in one zone, but nodes_per_zone is 2"),
+        ({"zones": ("zone-a", "zone-a")}, "distinct"),
+        ({"zones": ("zone a",)}, "alphanumeric"),
+    ],
+)
+def test_bad_region_shape_says_what_is_accepted(kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        RegionSpec(**kwargs)
+
+
+def test_file_env_and_overrides(tmp_path: Path) -> None:
+    f = tmp_path / "h.toml"
+    f.write_text('[region]\nmembers = 5\n[etcd]\nbinary = "/from/file"\n[timeouts]\nheal = 7.5\n')
+    c = load_config(f, environ={"ETCD_BIN": "/from/env"})
+    assert (c.region.members, c.etcd.binary, c.timeouts.heal) == (5, "/from/env", 7.5)
+    c = load_config(f, {"etcd.binary": "/explicit"}, environ={"ETCD_BIN": "/from/env"})
+    assert c.etcd.binary == "/explicit"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[region]\nmembrs = 5\n", r"unknown key\(s\) \['membrs'\] in \[region\]; accepted"),
+        ("[regoin]\n", r"unknown section\(s\) \['regoin'\]"),
+        ("[region\n", "is not valid TOML"),
+        ("region = 3\n", r"\[region\] .* must be a table"),
+    ],
+)
+def test_malformed_config_file(tmp_path: Path, text: str, message: str) -> None:
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(f, environ={})
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml", environ={})
+
+
+def test_unknown_override() -> None:
+    with pytest.raises(ConfigError, match="unknown setting 'nodes'"):
+        load_config(overrides={"nodes": 3}, environ={})

@@ -1,0 +1,98 @@
+"""Validators over recorded histories (tests/testdata) and small hand-made ones.
+
+Each check is also fed a history that violates it, to show it can fail.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.probes.availability import ProbeHistory
+from harness.probes.samples import Sample
+from harness.validate import availability as av
+from harness.validate.history import diverging_hashes, lost_writes, seqs_from_keys
+
+DATA = Path(__file__).parent.parent / "testdata"
+
+
+def recorded(name: str) -> tuple[ProbeHistory, list[dict]]:
+    d = json.loads((DATA / f"{name}.json").read_text())
+    return ProbeHistory.from_dict(d["histories"][0]), [e for e in d["events"] if e["kind"] == "fault"]
+
+
+def w(start: float, end: float, ok: bool = True, seq: int = 0, rev: int | None = None) -> Sample:
+    return Sample("write", "etcd-0", start, end, ok, seq=seq, revision=rev)
+
+
+def test_leader_zone_outage_figures() -> None:
+    h, (fault,) = recorded("leader_zone_outage")
+    old = next(i for i, n in h.member_ids.items() if n == "etcd-0")  # leader, in the zone that went down
+    gap = av.longest_write_gap(h.samples, fault["start"], fault["end"])
+    assert gap is not None and 1.0 < gap.length < 2.0
+    took, leader = av.new_leader_after(h.samples, fault["start"], old, h.member_ids)
+    assert 1.0 < took < 2.0 and leader == "etcd-2"
+    assert av.leader_changes(h.samples, fault["start"], fault["end"]) == {old, next(i for i, n in h.member_ids.items() if n == "etcd-2")}
+    target = av.highest_revision(h.samples, fault["end"])
+    assert 0.5 < av.catch_up_time(h.samples, "etcd-0", fault["end"], target) < 2.0
+
+
+def test_two_zone_outage_has_no_acked_write_without_quorum() -> None:
+    h, faults = recorded("two_zone_outage")
+    lost_quorum = max(f["data"]["injected_at"] for f in faults)
+    first_back = min(f["end"] for f in faults)
+    acked, failed = av.writes_failed_between(h.samples, lost_quorum, first_back)
+    assert (acked, failed > 0) == (0, True)
+    served, unserved = av.reads_served(h.samples, "etcd-2", lost_quorum, first_back)
+    assert served > 100 and unserved == 0
+    assert 0 < av.first_ack_after(h.samples, first_back) < 5
+
+
+def test_an_acked_write_during_lost_quorum_is_seen() -> None:
+    h, faults = recorded("two_zone_outage")
+    t = max(f["data"]["injected_at"] for f in faults) + 1.0
+    h.samples.append(w(t, t + 0.01, ok=True, seq=999999))
+    acked, _ = av.writes_failed_between(h.samples, t - 0.5, t + 0.5)
+    assert acked == 1
+
+
+def test_longest_gap_picks_the_largest_hole_and_none_when_writes_never_resume() -> None:
+    samples = [w(0, 0.1), w(0.1, 0.2), w(0.2, 1.7), w(1.7, 1.8), w(3.0, 3.1, ok=False)]
+    gap = av.longest_write_gap(samples, 0.15, 2.0)
+    assert gap == av.Gap(0.2, 1.7)
+    assert av.longest_write_gap(samples, 2.0, 3.0) is None
+    assert av.first_ack_after(samples, 0.25) == pytest.approx(1.45)
+    assert av.first_ack_after(samples, 2.0) is None
+
+
+def test_catch_up_needs_the_target_revision() -> None:
+    st = [Sample("status", "etcd-1", 1.0, 1.01, True, revision=10), Sample("status", "etcd-1", 2.0, 2.01, True, revision=20)]
+    assert av.catch_up_time(st, "etcd-1", 0.5, 20) == pytest.approx(1.51)
+    assert av.catch_up_time(st, "etcd-1", 0.5, 21) is None
+
+
+def test_lost_write_is_found() -> None:
+    h, _ = recorded("leader_zone_outage")
+    acked = h.acked()
+    keys = [f"{h.prefix}{seq:08d}" for seq in acked]
+    assert lost_writes(acked, seqs_from_keys(keys, h.prefix)) == []
+    dropped = acked[len(acked) // 2]
+    keys.remove(f"{h.prefix}{dropped:08d}")
+    assert lost_writes(acked, seqs_from_keys(keys, h.prefix)) == [dropped]
+
+
+def test_unacked_writes_may_be_missing_or_present() -> None:
+    assert lost_writes([1, 2], {1, 2, 3}) == []
+
+
+def test_diverging_hashes() -> None:
+    assert diverging_hashes({"a": 1, "b": 1, "c": 1}) == {}
+    assert diverging_hashes({"a": 1, "b": 2, "c": 1}) == {"a": 1, "b": 2, "c": 1}
+
+
+def test_history_round_trips() -> None:
+    h, _ = recorded("leader_zone_outage")
+    again = ProbeHistory.from_dict(json.loads(json.dumps(h.to_dict())))
+    assert again.samples == h.samples and again.member_ids == h.member_ids
