@@ -58,12 +58,14 @@ def _print_status(desc: dict[str, Any]) -> None:
     print(f"region {desc['region']} ({desc['layout']}), etcd {desc['etcd']['version']} at {desc['etcd']['path']}")
     for z in desc["zones"]:
         nodes = ", ".join(n["name"] for n in desc["nodes"] if n["zone"] == z["name"])
-        print(f"  {z['name']:<10} {z['subnet']:<15} nodes: {nodes}")
+        down = f"  FAULTS: {', '.join(z['faults'])}" if z["faults"] else ""
+        print(f"  {z['name']:<10} {z['subnet']:<15} nodes: {nodes}{down}")
     print(f"  {'member':<8} {'zone':<10} {'node':<12} {'health':<12} {'leader':<7} {'term':>5} {'revision':>9}")
     for m in desc["members"]:
         print(f"  {m['name']:<8} {m['zone']:<10} {m['node']:<12} {m['health']:<12} {str(m.get('leader', '-')):<7} "
               f"{m.get('raft_term', '-'):>5} {m.get('revision', '-'):>9}")
     print(f"  leader: {desc['leader'] or 'none'}; active faults: {', '.join(desc['active_faults']) or 'none'}")
+    print("  (health is each member's own answer, asked from inside its zone)")
 
 
 def _dispatch(args: argparse.Namespace, config: Config) -> int:

@@ -200,6 +200,11 @@ class LocalEnvironment(Topology):
     def _update(self, change: Any) -> None:
         self.state = update_state(self.path, change)
 
+    def _faults_on(self, zone: str) -> list[str]:
+        """Active faults on the zone itself or on one of its nodes or members."""
+        inside = {zone} | {n.name for n in self.nodes_in(zone)} | {m.name for m in self.members_in(zone)}
+        return [f["id"] for f in self.state.get("faults", []) if f["target"] in inside]
+
     def describe(self) -> dict[str, Any]:
         """What `harness status --json` prints."""
         statuses = self.status()
@@ -219,7 +224,7 @@ class LocalEnvironment(Topology):
             "region": self.spec.name,
             "layout": self.spec.layout,
             "etcd": self.state["etcd"],
-            "zones": [{"name": z, "subnet": self.names.subnet(z)} for z in self.zones],
+            "zones": [{"name": z, "subnet": self.names.subnet(z), "faults": self._faults_on(z)} for z in self.zones],
             "nodes": [{"name": n.name, "zone": n.zone, "address": n.address} for n in self.nodes],
             "members": members,
             "leader": leader,
