@@ -56,8 +56,10 @@ def start_holder() -> int:
 
 
 def enter_argv(holder: int, argv: Sequence[str]) -> list[str]:
-    # Our uid is mapped to root in the namespace already; nsenter must not try setgroups.
-    return ["nsenter", f"--target={holder}", "--user", "--net", "--mount", "--preserve-credentials", *argv]
+    # Our uid is mapped to root in the namespace already: nsenter must not try setgroups.
+    # Entering a mount namespace resets the working directory; keep ours.
+    return ["nsenter", f"--target={holder}", "--user", "--net", "--mount", "--preserve-credentials",
+            f"--wd={os.getcwd()}", *argv]
 
 
 def run_inside(holder: int, argv: Sequence[str]) -> int:

@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -70,3 +72,26 @@ def test_without_user_namespaces_it_says_how_to_fix_it() -> None:
     assert proc.returncode == 2
     assert "needs root or unprivileged user namespaces" in proc.stderr
     assert "kernel.unprivileged_userns_clone=1" in proc.stderr and "Operation not permitted" in proc.stderr
+
+
+def test_pytest_runs_a_scenario_without_root(tmp_path_factory: pytest.TempPathFactory) -> None:
+    site = sysconfig.get_paths()["purelib"]
+    system = subprocess.run([SYSTEM_PYTHON, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
+    if system.stdout.strip() != str(sys.version_info[:2]):
+        pytest.skip(f"{SYSTEM_PYTHON} is not Python {sys.version_info[:2]}; cannot borrow this venv's packages")
+    reports = Path(tempfile.mkdtemp(prefix="harness-nobody-", dir="/tmp"))
+    try:
+        reports.chmod(0o777)
+        cfg = reports / "harness.toml"
+        cfg.write_text(f'[paths]\nreports_dir = "{reports}"\n')
+        proc = subprocess.run(
+            [*NOBODY, "env", "-i", "HOME=/tmp", f"PATH={os.environ['PATH']}", f"PYTHONPATH={REPO}:{site}",
+             SYSTEM_PYTHON, "-m", "pytest", "features", "-k", "follower", "-q", "-p", "no:cacheprovider",
+             "--region-name", "pn", "--harness-config", str(cfg)],
+            capture_output=True, text=True, timeout=300, cwd=REPO,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        assert "1 passed" in proc.stdout
+        assert list((reports / "runs").glob("*follower*.json"))
+    finally:
+        shutil.rmtree(reports, ignore_errors=True)
