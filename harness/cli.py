@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from harness import rootless
 from harness.config import Config, load_config
 from harness.errors import HarnessError
+from harness.providers import get_provider
 from harness.providers.local.region import LocalRegion
 from harness.providers.local.state import read_state, state_path
 
@@ -69,7 +70,8 @@ def _print_status(desc: dict[str, Any]) -> None:
 
 
 def _dispatch(args: argparse.Namespace, config: Config) -> int:
-    region = LocalRegion(config)
+    region = get_provider("local", config)
+    assert isinstance(region, LocalRegion)
     if args.command == "up":
         env = region.up()
         print(f"region {config.region.name} is up: {len(env.zones)} zones, {len(env.nodes)} nodes, "

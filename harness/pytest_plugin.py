@@ -99,9 +99,14 @@ def _bring_up(region: LocalRegion, config: pytest.Config) -> LocalEnvironment:
 
 
 @pytest.fixture(scope="session")
-def local_region(harness_config: Config, pytestconfig: pytest.Config) -> Iterator[LocalEnvironment]:
+def local_region(
+    harness_config: Config, pytestconfig: pytest.Config, record_testsuite_property: Callable[[str, object], None]
+) -> Iterator[LocalEnvironment]:
     region = LocalRegion(harness_config)
     env = _bring_up(region, pytestconfig)
+    # CI reads which etcd the verdicts are about from the JUnit file.
+    record_testsuite_property("etcd_version", env.state["etcd"]["version"])
+    record_testsuite_property("etcd_binary", env.state["etcd"]["path"])
     try:
         yield env
     finally:
