@@ -3,7 +3,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup deps run test outage down heal clean
+.PHONY: setup deps kube-binaries run test test-fast outage down heal clean
 
 setup: deps $(STAMP)
 
@@ -16,13 +16,22 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	@touch $@
 
+# kube-apiserver, controller manager, scheduler, kwok and etcd at pinned versions: found
+# (KUBEBUILDER_ASSETS, cache) or built once from pinned Go modules into ~/.cache/ha-harness/kube.
+kube-binaries: setup
+	$(VENV)/bin/python -m harness.kube
+
 # The main job: every zone of the embedded local region goes down in turn under probes.
 run: setup
 	$(VENV)/bin/harness run
 
 # The harness's own tests and every Gherkin feature; JUnit for CI pipelines.
-test: setup
+test: setup kube-binaries
 	$(VENV)/bin/python -m pytest --junitxml=reports/junit.xml $(PYTEST_ARGS)
+
+# Everything but the Kubernetes control plane tests (no Go build needed).
+test-fast: setup
+	$(VENV)/bin/python -m pytest -m "not kube" $(PYTEST_ARGS)
 
 outage: setup
 	$(VENV)/bin/python -m pytest -k outage $(PYTEST_ARGS)

@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--zones", help="comma-separated zone names (default: zone-a,zone-b,zone-c)")
     up.add_argument("--nodes-per-zone", type=int, help="nodes in each zone (default: 2)")
     up.add_argument("--etcd-bin", help="etcd binary (default: ETCD_BIN or `etcd` on PATH)")
+    up.add_argument("--kubernetes", action="store_true",
+                    help="also start a local Kubernetes control plane with one kwok node per region node "
+                         "(binaries built from pinned Go modules on first use, then cached)")
     st = sub.add_parser("status", help="zones, nodes and members with health, leader, raft term, revision")
     st.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("down", help="remove the region and anything a crashed run left (processes, namespaces, nftables)")
@@ -66,6 +69,8 @@ def _print_status(desc: dict[str, Any]) -> None:
         print(f"  {m['name']:<8} {m['zone']:<10} {m['node']:<12} {m['health']:<12} {str(m.get('leader', '-')):<7} "
               f"{m.get('raft_term', '-'):>5} {m.get('revision', '-'):>9}")
     print(f"  leader: {desc['leader'] or 'none'}; active faults: {', '.join(desc['active_faults']) or 'none'}")
+    if desc.get("kubernetes"):
+        print(f"  kubernetes: {desc['kubernetes']['apiserver']}, kubeconfig {desc['kubernetes']['kubeconfig']}")
     print("  (health is each member's own answer, asked from inside its zone)")
 
 
@@ -76,6 +81,16 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         env = region.up()
         print(f"region {config.region.name} is up: {len(env.zones)} zones, {len(env.nodes)} nodes, "
               f"{len(env.members)} etcd members (etcd {env.state['etcd']['version']}); state in {env.path}")
+        if args.kubernetes:
+            from harness.providers.local.kubernetes import start_for
+
+            try:
+                kube = start_for(env)
+            except BaseException:
+                region.down()  # all or nothing: no region without the control plane asked for
+                raise
+            print(f"kubernetes API server {kube['apiserver']}, {len(env.nodes)} nodes Ready\n"
+                  f"kubeconfig: {kube['kubeconfig']}\n  export KUBECONFIG={kube['kubeconfig']}")
         return 0
     if args.command == "down":
         removed = region.down()

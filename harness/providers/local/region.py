@@ -229,6 +229,7 @@ class LocalEnvironment(Topology):
             "members": members,
             "leader": leader,
             "active_faults": [f["id"] for f in self.state.get("faults", [])],
+            "kubernetes": self.state.get("kubernetes"),
         }
 
 
@@ -366,7 +367,9 @@ class LocalRegion:
         Works from the state file, and also from namespace names alone when the state file is gone.
         Returns what it removed.
         """
-        removed: list[str] = []
+        from harness.providers.local.kubernetes import stop_for
+
+        removed: list[str] = stop_for(self.config, self.spec.name)
         state = read_state(self.path)
         names = set(state.get("namespaces", []) if state else []) | {ns for ns in netns.list_netns() if self.names.owns(ns)}
         pids: set[int] = set()

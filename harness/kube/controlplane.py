@@ -1,0 +1,595 @@
+"""A real local Kubernetes control plane whose nodes are kwok fakes, one kwok per zone.
+
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler are the real binaries on
+127.0.0.1; nodes are Node objects kept alive by one kwok controller per zone, so a zone
+failure is "stop that zone's kwok": its leases stop renewing and the node lifecycle
+controller reacts exactly as it would to a dead kubelet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError, EnvironmentStateError, HarnessError
+from harness.kube.apiclient import ApiClient, ApiError
+from harness.kube.binaries import KubeBinaries, ensure_binaries, sources_from_env
+from harness.kube.kwok_stages import STAGES_YAML
+from harness.kube.pki import (
+    SERVICE_CLUSTER_IP_RANGE,
+    Pki,
+    generate_pki,
+    write_kubeconfig,
+)
+from harness.kube.processes import (
+    ProcessRecord,
+    log_tail,
+    signal_group,
+    spawn,
+    terminate,
+)
+from harness.kube.timings import DEFAULT_TIMINGS, KubeTimings
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+# Nodes carry this label so kwok never touches a node it did not get from the harness.
+KWOK_NODE_LABEL = ("type", "kwok")
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+DEFAULT_ZONES = ("zone-a", "zone-b", "zone-c")
+LIFECYCLE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+STATE_FILE = "controlplane.json"
+_STATE_VERSION = 1
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+Progress = Callable[[str], None]
+
+
+def _stderr_progress(message: str) -> None:
+    print(f"[kube] {message}", file=sys.stderr, flush=True)
+
+
+class ControlPlaneError(HarnessError):
+    """The control plane could not be started or operated; the message carries the component's log tail."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    zone: str
+
+
+def default_nodes(zones: tuple[str, ...] = DEFAULT_ZONES, per_zone: int = 2) -> tuple[NodeSpec, ...]:
+    return tuple(NodeSpec(f"{zone}-{i}", zone) for zone in zones for i in range(1, per_zone + 1))
+
+
+@dataclass(frozen=True)
+class ControlPlaneSpec:
+    nodes: tuple[NodeSpec, ...] = field(default_factory=default_nodes)
+    timings: KubeTimings = DEFAULT_TIMINGS
+    # None: pick a free port. A given port that is taken is an error, not silently replaced.
+    apiserver_port: int | None = None
+    etcd_port: int | None = None
+    # Directory holding the binaries (from config/CLI); see harness.kube.binaries for the order.
+    binary_dir: Path | None = None
+    # Use this etcd instead of starting one (e.g. a shared or deliberately broken one).
+    external_etcd_url: str | None = None
+    extra_apiserver_flags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            raise ConfigError("the control plane needs at least one node")
+        names = [n.name for n in self.nodes]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"duplicate node names: {', '.join(dupes)}")
+        for value in {*names, *(n.zone for n in self.nodes)}:
+            if len(value) > 63 or not _DNS_LABEL.fullmatch(value):
+                raise ConfigError(f"node/zone name {value!r} is not a DNS label (lower-case letters, digits, '-')")
+        for port in (self.apiserver_port, self.etcd_port):
+            if port is not None and not 1 <= port <= 65535:
+                raise ConfigError(f"port {port} is out of range 1-65535")
+
+    @property
+    def zones(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n.zone for n in self.nodes))
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # As the Go servers do: a port merely in TIME_WAIT is free, a listening one is not.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_ports(count: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:.1f}s"
+
+
+class ControlPlane:
+    """A running (or stopped) embedded control plane. Build it with start_control_plane()."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        ports: dict[str, int],
+        nodes: tuple[NodeSpec, ...],
+        timings: KubeTimings,
+        pki: Pki,
+        kubeconfig: Path,
+        progress: Progress = _stderr_progress,
+    ) -> None:
+        self.workdir = workdir
+        self.ports = ports
+        self.nodes = nodes
+        self.timings = timings
+        self.pki = pki
+        self.kubeconfig = kubeconfig
+        self.progress = progress
+        self.records: dict[str, ProcessRecord] = {}
+        self._popens: dict[str, subprocess.Popen[bytes]] = {}
+        self.silenced: set[str] = set()
+        self.stopped = False
+
+    # --- identity -------------------------------------------------------------------------
+
+    @property
+    def apiserver_url(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    @property
+    def zones(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n.zone for n in self.nodes))
+
+    def nodes_in(self, zone: str) -> list[str]:
+        names = [n.name for n in self.nodes if n.zone == zone]
+        if not names:
+            raise ConfigError(f"unknown zone {zone!r}; zones are {', '.join(self.zones)}")
+        return names
+
+    def client(self) -> ApiClient:
+        return ApiClient(self.apiserver_url, self.pki.ca_cert, self.pki.admin_cert, self.pki.admin_key)
+
+    @property
+    def state_path(self) -> Path:
+        return self.workdir / STATE_FILE
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "version": _STATE_VERSION,
+            "workdir": str(self.workdir),
+            "kubeconfig": str(self.kubeconfig),
+            "apiserver_url": self.apiserver_url,
+            "ports": dict(self.ports),
+            "nodes": [{"name": n.name, "zone": n.zone} for n in self.nodes],
+            "timings": {k: getattr(self.timings, k) for k in self.timings.__dataclass_fields__},
+            "pki": {k: str(getattr(self.pki, k)) for k in self.pki.__dataclass_fields__},
+            "processes": [r.to_dict() for r in self.records.values()],
+            "silenced_zones": sorted(self.silenced),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], progress: Progress = _stderr_progress) -> ControlPlane:
+        if state.get("version") != _STATE_VERSION:
+            raise EnvironmentStateError(f"control plane state has version {state.get('version')!r}, expected {_STATE_VERSION}")
+        try:
+            cp = cls(
+                workdir=Path(state["workdir"]),
+                ports={k: int(v) for k, v in state["ports"].items()},
+                nodes=tuple(NodeSpec(n["name"], n["zone"]) for n in state["nodes"]),
+                timings=KubeTimings(**state["timings"]),
+                pki=Pki(**{k: Path(v) for k, v in state["pki"].items()}),
+                kubeconfig=Path(state["kubeconfig"]),
+                progress=progress,
+            )
+            for d in state["processes"]:
+                record = ProcessRecord.from_dict(d)
+                cp.records[record.name] = record
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EnvironmentStateError(f"control plane state is malformed ({exc!r}); remove it and stop leftovers by hand") from exc
+        cp.silenced = set(state.get("silenced_zones", ()))
+        return cp
+
+    def _save_state(self) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_state(), indent=2))
+        os.replace(tmp, self.state_path)
+
+    # --- processes ------------------------------------------------------------------------
+
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        proc, record = spawn(name, argv, self.workdir / "logs" / f"{name}.log", env)
+        self._popens[name] = proc
+        self.records[name] = record
+        # Saved after every start, so a crash mid-startup still leaves what to clean up.
+        self._save_state()
+
+    def _exited(self, name: str) -> int | None:
+        popen = self._popens.get(name)
+        if popen is not None:
+            return popen.poll()
+        return None if self.records[name].alive() else -1
+
+    def _fail(self, name: str, what: str) -> ControlPlaneError:
+        record = self.records.get(name)
+        log = record.log if record else "(not started)"
+        tail = log_tail(log) if record else ""
+        return ControlPlaneError(f"{name} {what}; log {log} ends with:\n{tail}")
+
+    def _wait(self, name: str, description: str, check: Callable[[], str | None], timeout: float) -> None:
+        """Poll check() (None = ready, else what was seen) while `name` keeps running."""
+        self.progress(f"waiting up to {timeout:.0f}s for {description}")
+        started = time.monotonic()
+        last_report = started
+        last = "nothing yet"
+        while True:
+            code = self._exited(name)
+            if code is not None:
+                raise self._fail(name, f"exited with code {code} while waiting for {description}")
+            seen = check()
+            if seen is None:
+                self.progress(f"{description}: ok after {_fmt(time.monotonic() - started)}")
+                return
+            last = seen
+            now = time.monotonic()
+            if now - started > timeout:
+                raise self._fail(name, f"did not get ready: timed out after {timeout:.0f}s waiting for {description} (last: {last})")
+            if now - last_report >= 10:
+                self.progress(f"still waiting for {description} ({_fmt(now - started)} of {timeout:.0f}s; last: {last})")
+                last_report = now
+            time.sleep(0.25)
+
+    def stop(self) -> None:
+        """Stop every component, newest first. Safe to call repeatedly and after a crash."""
+        for name in reversed(list(self.records)):
+            terminate(self.records[name], self.timings.stop_grace_s, self._popens.get(name))
+        self.stopped = True
+        self.silenced.clear()
+        self.state_path.unlink(missing_ok=True)
+
+    def running(self) -> list[str]:
+        return [name for name, r in self.records.items() if r.alive()]
+
+    # --- zones ----------------------------------------------------------------------------
+
+    def _kwok(self, zone: str) -> ProcessRecord:
+        self.nodes_in(zone)
+        record = self.records.get(f"kwok-{zone}")
+        if record is None or self.stopped:
+            raise EnvironmentStateError(f"zone {zone}'s kwok controller is not running (control plane stopped?)")
+        return record
+
+    def silence_zone(self, zone: str) -> None:
+        """Freeze the zone's kwok (SIGSTOP): its nodes stop renewing leases, as with dead kubelets."""
+        record = self._kwok(zone)
+        if not signal_group(record, signal.SIGSTOP):
+            raise EnvironmentStateError(f"zone {zone}'s kwok (pid {record.pid}) is no longer running; log {record.log}")
+        self.silenced.add(zone)
+        self._save_state()
+        self.progress(f"zone {zone} silenced (kwok pid {record.pid} stopped): nodes {', '.join(self.nodes_in(zone))}")
+
+    def restore_zone(self, zone: str) -> None:
+        """Resume the zone's kwok (SIGCONT); its nodes turn Ready again once leases renew."""
+        record = self._kwok(zone)
+        if not signal_group(record, signal.SIGCONT):
+            raise EnvironmentStateError(f"zone {zone}'s kwok (pid {record.pid}) is no longer running; log {record.log}")
+        self.silenced.discard(zone)
+        self._save_state()
+        self.progress(f"zone {zone} restored (kwok pid {record.pid} continued)")
+
+    # --- nodes ----------------------------------------------------------------------------
+
+    def node_readiness(self) -> dict[str, str]:
+        """Node name -> status of its Ready condition ("True", "False", "Unknown", "missing").
+
+        "True" also needs the node lifecycle controller to have lifted its not-ready/unreachable
+        taints: a node reports Ready a moment before it can take pods without tolerations.
+        """
+        selector = f"{KWOK_NODE_LABEL[0]}%3D{KWOK_NODE_LABEL[1]}"
+        items = self.client().get_json(f"/api/v1/nodes?labelSelector={selector}")["items"]
+        out = {n.name: "missing" for n in self.nodes}
+        for item in items:
+            conds = {c["type"]: c["status"] for c in item.get("status", {}).get("conditions", [])}
+            ready = conds.get("Ready", "missing")
+            taints = [t["key"] for t in item.get("spec", {}).get("taints") or [] if t["key"] in LIFECYCLE_TAINTS]
+            out[item["metadata"]["name"]] = f"True, tainted {','.join(taints)}" if ready == "True" and taints else ready
+        return out
+
+    def wait_nodes_ready(self, names: list[str] | None = None, timeout: float | None = None) -> None:
+        wanted = names or [n.name for n in self.nodes]
+        timeout = self.timings.nodes_ready_timeout_s if timeout is None else timeout
+
+        def check() -> str | None:
+            try:
+                ready = self.node_readiness()
+            except ApiError as exc:
+                return str(exc)
+            pending = {n: ready.get(n, "missing") for n in wanted if ready.get(n) != "True"}
+            return None if not pending else f"not Ready: {pending}"
+
+        self._wait("kube-apiserver", f"{len(wanted)} node(s) Ready", check, timeout)
+
+    def _create_nodes(self) -> None:
+        client = self.client()
+        for node in self.nodes:
+            body = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": node.name,
+                    "labels": {
+                        ZONE_LABEL: node.zone,
+                        HOSTNAME_LABEL: node.name,
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64",
+                        KWOK_NODE_LABEL[0]: KWOK_NODE_LABEL[1],
+                    },
+                    "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+                },
+                # No taints: workloads must schedule onto these nodes without tolerations.
+                "spec": {},
+            }
+            try:
+                client.post_json("/api/v1/nodes", body)
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise ControlPlaneError(f"cannot create node {node.name}: {exc}") from exc
+
+
+# --- start ----------------------------------------------------------------------------------
+
+
+def _http_check(client: ApiClient, path: str, expect: str = "ok") -> Callable[[], str | None]:
+    def check() -> str | None:
+        try:
+            _, body = client.request("GET", path, timeout=5)
+        except ApiError as exc:
+            return str(exc)[:300]
+        return None if expect in body else body[:300]
+
+    return check
+
+
+def _claim_ports(spec: ControlPlaneSpec) -> dict[str, int]:
+    for label, port in (("apiserver_port", spec.apiserver_port), ("etcd_port", spec.etcd_port)):
+        if port is not None and not _port_free(port):
+            raise EnvironmentStateError(
+                f"{label} {port} on 127.0.0.1 is already in use by another process; "
+                "stop that process, choose another port, or leave the port unset to get a free one"
+            )
+    free = iter(_free_ports(5))
+    ports = {
+        "etcd": spec.etcd_port or next(free),
+        "etcd_peer": next(free),
+        "apiserver": spec.apiserver_port or next(free),
+        "controller_manager": next(free),
+        "scheduler": next(free),
+    }
+    if len(set(ports.values())) != len(ports):
+        # A given port may coincide with a picked free one; pick again rather than collide.
+        return _claim_ports(spec)
+    return ports
+
+
+def _live_previous(workdir: Path) -> list[str]:
+    path = workdir / STATE_FILE
+    if not path.exists():
+        return []
+    try:
+        state = json.loads(path.read_text())
+        return [f"{d['name']} (pid {d['pid']})" for d in state.get("processes", []) if ProcessRecord.from_dict(d).alive()]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+def start_control_plane(
+    spec: ControlPlaneSpec,
+    workdir: Path,
+    binaries: KubeBinaries | None = None,
+    progress: Progress = _stderr_progress,
+) -> ControlPlane:
+    """Start etcd, the API server, controller manager, scheduler and one kwok per zone; wait for Ready nodes.
+
+    On any failure everything already started is stopped before the error propagates.
+    """
+    workdir = workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    leftovers = _live_previous(workdir)
+    if leftovers:
+        raise EnvironmentStateError(
+            f"a control plane from an earlier run is still running in {workdir}: {', '.join(leftovers)}; "
+            "stop it first (stop_from_state / `harness down`)"
+        )
+    if binaries is None:
+        binaries = ensure_binaries(sources_from_env(spec.binary_dir), progress=progress)
+    ports = _claim_ports(spec)
+    # Every start is a fresh cluster: data from an earlier, stopped run would bring back its objects.
+    shutil.rmtree(workdir / "etcd-data", ignore_errors=True)
+    pki = generate_pki(workdir / "pki")
+    server = f"https://127.0.0.1:{ports['apiserver']}"
+    kubeconfig = write_kubeconfig(workdir / "kubeconfig", server, pki)
+    cp = ControlPlane(workdir, ports, spec.nodes, spec.timings, pki, kubeconfig, progress)
+    started = time.monotonic()
+    try:
+        _start_all(cp, spec, binaries)
+    except BaseException as exc:
+        progress(f"startup failed; stopping the {len(cp.running())} component(s) already running")
+        cp.stop()
+        if isinstance(exc, HarnessError) or not isinstance(exc, Exception):
+            raise
+        raise ControlPlaneError(f"control plane startup failed: {exc!r}") from exc
+    progress(f"control plane up in {_fmt(time.monotonic() - started)}; kubeconfig {kubeconfig}")
+    return cp
+
+
+def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> None:
+    t = spec.timings
+    wd = cp.workdir
+    ports = cp.ports
+    kubeconfig = str(cp.kubeconfig)
+
+    if spec.external_etcd_url:
+        etcd_url = spec.external_etcd_url
+    else:
+        etcd_url = f"http://127.0.0.1:{ports['etcd']}"
+        peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
+        cp._start(
+            "etcd",
+            [
+                str(bins.etcd),
+                "--name=default",
+                f"--data-dir={wd / 'etcd-data'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=default={peer_url}",
+                "--logger=zap",
+                "--log-outputs=stderr",
+            ],
+        )
+        cp._wait("etcd", f"etcd health on {etcd_url}", _http_check(ApiClient(etcd_url, None, None, None), "/health", '"health":"true"'), t.etcd_ready_timeout_s)
+
+    cp._start(
+        "kube-apiserver",
+        [
+            str(bins.kube_apiserver),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports['apiserver']}",
+            f"--cert-dir={wd / 'certs' / 'apiserver'}",
+            f"--tls-cert-file={cp.pki.apiserver_cert}",
+            f"--tls-private-key-file={cp.pki.apiserver_key}",
+            f"--client-ca-file={cp.pki.ca_cert}",
+            f"--service-account-key-file={cp.pki.sa_public_key}",
+            f"--service-account-signing-key-file={cp.pki.sa_private_key}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            "--authorization-mode=RBAC",
+            "--allow-privileged=true",
+            "--profiling=false",
+            *t.apiserver_flags(),
+            *spec.extra_apiserver_flags,
+        ],
+    )
+    cp._wait("kube-apiserver", f"kube-apiserver /readyz on {cp.apiserver_url}", _http_check(cp.client(), "/readyz"), t.apiserver_ready_timeout_s)
+
+    common = [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        # One instance each: leader election only delays startup and restarts.
+        "--leader-elect=false",
+        "--profiling=false",
+    ]
+    cp._start(
+        "kube-controller-manager",
+        [
+            str(bins.kube_controller_manager),
+            *common,
+            f"--secure-port={ports['controller_manager']}",
+            f"--cert-dir={wd / 'certs' / 'controller-manager'}",
+            f"--root-ca-file={cp.pki.ca_cert}",
+            f"--service-account-private-key-file={cp.pki.sa_private_key}",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            "--v=2",
+            *t.controller_manager_flags(),
+        ],
+    )
+    cp._start(
+        "kube-scheduler",
+        [str(bins.kube_scheduler), *common, f"--secure-port={ports['scheduler']}", f"--cert-dir={wd / 'certs' / 'scheduler'}"],
+    )
+    for name, key in (("kube-controller-manager", "controller_manager"), ("kube-scheduler", "scheduler")):
+        probe = ApiClient(f"https://127.0.0.1:{ports[key]}", None, None, None)
+        cp._wait(name, f"{name} /healthz", _http_check(probe, "/healthz"), t.components_ready_timeout_s)
+
+    cp._create_nodes()
+    for index, zone in enumerate(cp.zones):
+        home = wd / "kwok" / zone
+        home.mkdir(parents=True, exist_ok=True)
+        config = home / "kwok.yaml"
+        config.write_text(STAGES_YAML)
+        cp._start(
+            f"kwok-{zone}",
+            [
+                str(bins.kwok),
+                f"--config={config}",
+                f"--kubeconfig={kubeconfig}",
+                f"--manage-nodes-with-label-selector={KWOK_NODE_LABEL[0]}={KWOK_NODE_LABEL[1]},{ZONE_LABEL}={zone}",
+                # Distinct pod IP ranges per zone, so pod IPs are unique cluster-wide.
+                f"--cidr=10.244.{index}.0/24",
+                f"--node-ip=10.250.{index}.1",
+                *t.kwok_flags(),
+            ],
+            # kwok also reads ~/.kwok/kwok.yaml; a private HOME keeps the user's config out.
+            env={**os.environ, "HOME": str(home)},
+        )
+    names = [n.name for n in cp.nodes]
+
+    def nodes_check() -> str | None:
+        for zone in cp.zones:
+            code = cp._exited(f"kwok-{zone}")
+            if code is not None:
+                raise cp._fail(f"kwok-{zone}", f"exited with code {code} while waiting for nodes")
+        try:
+            ready = cp.node_readiness()
+        except ApiError as exc:
+            return str(exc)
+        pending = {n: ready.get(n) for n in names if ready.get(n) != "True"}
+        return None if not pending else f"not Ready: {pending}"
+
+    cp._wait("kube-apiserver", f"{len(names)} nodes in {len(cp.zones)} zones Ready", nodes_check, t.nodes_ready_timeout_s)
+    cp._save_state()
+
+
+# --- cleanup of an earlier run ----------------------------------------------------------------
+
+
+def load_state(workdir: Path) -> dict[str, Any] | None:
+    path = workdir / STATE_FILE
+    if not path.exists():
+        return None
+    try:
+        state: dict[str, Any] = json.loads(path.read_text())
+    except ValueError as exc:
+        raise EnvironmentStateError(f"{path} is not valid JSON ({exc}); remove it and stop leftovers by hand") from exc
+    return state
+
+
+def stop_from_state(state: dict[str, Any], progress: Progress = _stderr_progress) -> None:
+    """Stop what an earlier (possibly crashed) run started, from its to_state() dict."""
+    cp = ControlPlane.from_state(state, progress)
+    alive = cp.running()
+    if alive:
+        progress(f"stopping leftover control plane components: {', '.join(alive)}")
+    cp.stop()

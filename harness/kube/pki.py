@@ -1,0 +1,180 @@
+"""Certificates and keys for one embedded control plane, and its admin kubeconfig.
+
+ECDSA P-256 keeps generation instant; every component trusts the one throwaway CA.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import ipaddress
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import PrerequisiteError
+
+# Imported softly so that harness.kube (and its pure parts) load without the package;
+# generating certificates then says what to install.
+try:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    _CRYPTOGRAPHY_MISSING: ImportError | None = None
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    _CRYPTOGRAPHY_MISSING = exc
+
+# First address of the service range: the in-cluster `kubernetes` Service.
+SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/24"
+_KUBERNETES_SERVICE_IP = "10.96.0.1"
+_VALIDITY = datetime.timedelta(days=30)
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca_cert: Path
+    apiserver_cert: Path
+    apiserver_key: Path
+    sa_public_key: Path
+    sa_private_key: Path
+    admin_cert: Path
+    admin_key: Path
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    path.chmod(0o600)
+
+
+def _write_cert(path: Path, cert: x509.Certificate) -> None:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def _name(cn: str, org: str | None = None) -> x509.Name:
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    if org:
+        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+    return x509.Name(attrs)
+
+
+def _sign(
+    subject: x509.Name,
+    public_key: ec.EllipticCurvePublicKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool = False,
+    usage: x509.ObjectIdentifier | None = None,
+    sans: list[x509.GeneralName] | None = None,
+) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if ca:
+        builder = builder.add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )
+    else:
+        builder = builder.add_extension(
+            x509.KeyUsage(True, False, True, False, False, False, False, False, False), critical=True
+        )
+    if usage is not None:
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def generate_pki(directory: Path) -> Pki:
+    """CA, API server serving cert, service-account key pair and a system:masters client cert."""
+    if _CRYPTOGRAPHY_MISSING is not None:
+        raise PrerequisiteError(
+            f"the Python package 'cryptography' is needed for the control plane's certificates "
+            f"({_CRYPTOGRAPHY_MISSING}); install the harness with its dependencies (pip install cryptography)"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    pki = Pki(
+        ca_cert=directory / "ca.crt",
+        apiserver_cert=directory / "apiserver.crt",
+        apiserver_key=directory / "apiserver.key",
+        sa_public_key=directory / "sa.pub",
+        sa_private_key=directory / "sa.key",
+        admin_cert=directory / "admin.crt",
+        admin_key=directory / "admin.key",
+    )
+    ca_key = _key()
+    ca_name = _name("ha-harness-kube-ca")
+    ca = _sign(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
+    _write_cert(pki.ca_cert, ca)
+
+    server_key = _key()
+    sans: list[x509.GeneralName] = [
+        x509.DNSName(n)
+        for n in ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
+    ]
+    sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in ("127.0.0.1", _KUBERNETES_SERVICE_IP)]
+    server = _sign(
+        _name("kube-apiserver"), server_key.public_key(), ca_name, ca_key, usage=ExtendedKeyUsageOID.SERVER_AUTH, sans=sans
+    )
+    _write_cert(pki.apiserver_cert, server)
+    _write_key(pki.apiserver_key, server_key)
+
+    # system:masters bypasses RBAC: the admin and every local component use this identity.
+    admin_key = _key()
+    admin = _sign(
+        _name("ha-harness-admin", "system:masters"),
+        admin_key.public_key(),
+        ca_name,
+        ca_key,
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+    )
+    _write_cert(pki.admin_cert, admin)
+    _write_key(pki.admin_key, admin_key)
+
+    sa_key = _key()
+    _write_key(pki.sa_private_key, sa_key)
+    pki.sa_public_key.write_bytes(
+        sa_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return pki
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def write_kubeconfig(path: Path, server: str, pki: Pki, context: str = "ha-harness") -> Path:
+    """An admin kubeconfig with the credentials embedded, so it works when copied elsewhere."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": {"server": server, "certificate-authority-data": _b64(pki.ca_cert)}}],
+        "users": [
+            {
+                "name": "admin",
+                "user": {"client-certificate-data": _b64(pki.admin_cert), "client-key-data": _b64(pki.admin_key)},
+            }
+        ],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": "admin"}}],
+        "current-context": context,
+    }
+    # JSON is valid YAML; no YAML dependency needed.
+    path.write_text(json.dumps(config, indent=2))
+    path.chmod(0o600)
+    return path

@@ -1,0 +1,141 @@
+"""Detached component processes: start, identify across harness runs, signal, stop.
+
+A process is remembered by pid plus its kernel start time and boot id, so a later
+`harness down` never signals an unrelated process that reused the pid.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def start_ticks(pid: int) -> int | None:
+    """Kernel start time of pid in clock ticks since boot; None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name may contain spaces and parentheses: fields resume after the last ')'.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] == "Z":
+        return None
+    return int(fields[19])
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    name: str
+    pid: int
+    start_ticks: int
+    boot_id: str
+    log: str
+    argv: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["argv"] = list(self.argv)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProcessRecord:
+        return cls(
+            name=str(d["name"]),
+            pid=int(d["pid"]),
+            start_ticks=int(d["start_ticks"]),
+            boot_id=str(d.get("boot_id", "")),
+            log=str(d["log"]),
+            argv=tuple(d.get("argv", ())),
+        )
+
+    def alive(self) -> bool:
+        """Still running and still the process we started (not a recycled pid)."""
+        if self.boot_id and self.boot_id != boot_id():
+            return False
+        return start_ticks(self.pid) == self.start_ticks
+
+
+def spawn(name: str, argv: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
+    """Start argv in its own session (so a harness crash or Ctrl-C does not take it down)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=dict(env) if env is not None else None,
+            )
+        except OSError as exc:
+            raise HarnessError(f"cannot start {name} ({argv[0]}): {exc}") from exc
+    ticks = start_ticks(proc.pid)
+    record = ProcessRecord(name, proc.pid, ticks if ticks is not None else -1, boot_id(), str(log_path), tuple(argv))
+    return proc, record
+
+
+def signal_group(record: ProcessRecord, sig: int) -> bool:
+    """Send sig to the process's session group; False if it is no longer ours to signal."""
+    if not record.alive():
+        return False
+    try:
+        if os.getpgid(record.pid) == record.pid:
+            os.killpg(record.pid, sig)
+        else:
+            os.kill(record.pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def terminate(record: ProcessRecord, grace_s: float, popen: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM (waking a stopped process), wait up to grace_s, then SIGKILL."""
+    if not signal_group(record, signal.SIGTERM):
+        if popen is not None:
+            popen.poll()
+        return
+    # A SIGSTOPped process (a silenced zone) only acts on SIGTERM once continued.
+    signal_group(record, signal.SIGCONT)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if popen is not None:
+            if popen.poll() is not None:
+                return
+        elif not record.alive():
+            return
+        time.sleep(0.1)
+    signal_group(record, signal.SIGKILL)
+    if popen is not None:
+        try:
+            popen.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    else:
+        for _ in range(50):
+            if not record.alive():
+                break
+            time.sleep(0.1)
+
+
+def log_tail(path: str | Path, lines: int = 25) -> str:
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
