@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -11,8 +10,8 @@ from typing import TypeVar
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from harness.errors import WaitTimeout
 from harness.kube.controlplane import HOSTNAME_LABEL, ZONE_LABEL
+from harness.wait import wait_for as harness_wait_for
 
 T = TypeVar("T")
 
@@ -22,19 +21,8 @@ def api_client(kubeconfig: Path) -> k8s.ApiClient:
 
 
 def wait_for(description: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.5) -> T:
-    """Poll probe() until it returns a truthy value; print what is awaited and for how long."""
-    print(f"waiting up to {timeout:.0f}s for {description}", flush=True)
-    started = time.monotonic()
-    last: object = None
-    while True:
-        value = probe()
-        if value:
-            print(f"  {description}: after {time.monotonic() - started:.1f}s", flush=True)
-            return value
-        last = getattr(probe, "last", None)
-        if time.monotonic() - started > timeout:
-            raise WaitTimeout(description, timeout, last)
-        time.sleep(interval)
+    """The harness's wait_for, for a probe whose truthy result is the answer."""
+    return harness_wait_for(probe, bool, description, timeout, interval=interval)  # type: ignore[return-value]
 
 
 def processes_mentioning(text: str) -> list[str]:

@@ -20,7 +20,7 @@ def start_for(env: LocalEnvironment) -> dict[str, Any]:
     spec = ControlPlaneSpec(nodes=tuple(NodeSpec(n.name, n.zone) for n in env.nodes))
     cp = start_control_plane(spec, workdir(env.config, env.spec.name))
     record = {"workdir": str(cp.workdir), "kubeconfig": str(cp.kubeconfig), "apiserver": cp.apiserver_url}
-    env._update(lambda st: st.update(kubernetes=record))
+    env.update(lambda st: st.update(kubernetes=record))
     return record
 
 

@@ -10,7 +10,7 @@ import signal
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.config import Config, RegionSpec
 from harness.errors import EnvironmentStateError, PrerequisiteError, WaitTimeout
@@ -163,7 +163,7 @@ class LocalEnvironment(Topology):
             etcdproc.signal_pid(pid, sig)
             if sig == signal.SIGKILL:
                 _reap(pid, 2.0)
-                self._update(lambda st: st["members"][member].update(pid=None))
+                self.update(lambda st: st["members"][member].update(pid=None))
 
     def start_member(self, member: str) -> int:
         """(Re)start a member on its node with its existing data directory."""
@@ -171,15 +171,12 @@ class LocalEnvironment(Topology):
             return self.member_pid(member)  # type: ignore[return-value]
         rec = self.state["members"][self.member(member).name]
         pid = etcdproc.start_member(rec["ns"], rec["args"], Path(rec["log"]))
-        self._update(lambda st: st["members"][member].update(pid=pid))
+        self.update(lambda st: st["members"][member].update(pid=pid))
         return pid
-
-    def node_pids(self, node: str) -> list[int]:
-        return netns.netns_pids(self.names.node_ns(self.node(node).name))
 
     # -- fault ledger -----------------------------------------------------
     def record_fault(self, entry: dict[str, Any]) -> None:
-        self._update(lambda st: st.setdefault("faults", []).append(entry))
+        self.update(lambda st: st.setdefault("faults", []).append(entry))
 
     def update_fault(self, fault_id: str, data: dict[str, Any]) -> None:
         def change(st: dict[str, Any]) -> None:
@@ -187,17 +184,18 @@ class LocalEnvironment(Topology):
                 if entry["id"] == fault_id:
                     entry["data"] = data
 
-        self._update(change)
+        self.update(change)
 
     def forget_fault(self, fault_id: str) -> None:
-        self._update(lambda st: st.update(faults=[f for f in st.get("faults", []) if f["id"] != fault_id]))
+        self.update(lambda st: st.update(faults=[f for f in st.get("faults", []) if f["id"] != fault_id]))
 
     def refresh(self) -> dict[str, Any]:
         """Re-read the state file (another process may have injected or healed faults)."""
         self.state = read_state(self.path) or self.state
         return self.state
 
-    def _update(self, change: Any) -> None:
+    def update(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Change the state file under its lock and keep the result."""
         self.state = update_state(self.path, change)
 
     def _faults_on(self, zone: str) -> list[str]:
