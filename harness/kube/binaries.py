@@ -15,6 +15,7 @@ leases from a stale cache (conflicts) and the nodes flap NotReady without any fa
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -237,6 +238,47 @@ def ensure_binaries(
     return KubeBinaries(**{name.replace("-", "_"): path for name, path in found.items()})
 
 
+# --- kwok stages ---------------------------------------------------------------------------
+
+# How fake nodes and pods progress: the "fast" node and pod stages plus the lease heartbeat.
+# The kwok controller binary does not carry them (only kwokctl embeds them), so they are read
+# from the pinned kwok module and kept next to the kwok binary.
+KWOK_STAGE_FILES = (
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+    "kustomize/stage/pod/fast/pod-complete.yaml",
+    "kustomize/stage/pod/fast/pod-delete.yaml",
+)
+STAGES_FILE = "kwok-stages.yaml"
+
+
+def _kwok_module_dir() -> Path:
+    go = _require_go()
+    try:
+        done = subprocess.run(
+            [go, "mod", "download", "-json", f"sigs.k8s.io/kwok@{KWOK_VERSION}"],
+            check=False, capture_output=True, text=True, timeout=600, cwd=KWOK_GOMOD_DIR,
+        )
+        return Path(json.loads(done.stdout)["Dir"])
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError) as exc:
+        raise PrerequisiteError(f"could not fetch kwok {KWOK_VERSION} for its stage definitions: {exc}") from None
+
+
+def kwok_stages(kwok_binary: Path) -> str:
+    """kwok's stage definitions at the pinned version, as one multi-document YAML."""
+    beside = kwok_binary.parent / STAGES_FILE
+    if beside.is_file():
+        return beside.read_text()
+    module = _kwok_module_dir()
+    text = "\n---\n".join((module / f).read_text().strip() for f in KWOK_STAGE_FILES) + "\n"
+    try:
+        beside.write_text(text)
+    except OSError:
+        pass  # a read-only binary directory: read the module again next time
+    return text
+
+
 # --- build --------------------------------------------------------------------------------
 
 
@@ -297,6 +339,7 @@ def build_binaries(cache_root: Path, *, progress: Progress = _stderr_progress, h
         )
         for i, (name, (package, module_dir)) in enumerate(PACKAGES.items(), 1):
             _build_one(go, name, package, module_dir, staging, f"{i}/{len(PACKAGES)}", progress, heartbeat_s)
+        kwok_stages(staging / "kwok")
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)

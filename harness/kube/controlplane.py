@@ -24,8 +24,7 @@ from typing import Any
 
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError
 from harness.kube.apiclient import ApiClient, ApiError
-from harness.kube.binaries import KubeBinaries, ensure_binaries, sources_from_env
-from harness.kube.kwok_stages import STAGES_YAML
+from harness.kube.binaries import KubeBinaries, ensure_binaries, kwok_stages, sources_from_env
 from harness.kube.pki import (
     SERVICE_CLUSTER_IP_RANGE,
     Pki,
@@ -534,11 +533,12 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
         cp._wait(name, f"{name} /healthz", _http_check(probe, "/healthz"), t.components_ready_timeout_s)
 
     cp._create_nodes()
+    stages = kwok_stages(bins.kwok)
     for index, zone in enumerate(cp.zones):
         home = wd / "kwok" / zone
         home.mkdir(parents=True, exist_ok=True)
         config = home / "kwok.yaml"
-        config.write_text(STAGES_YAML)
+        config.write_text(stages)
         cp._start(
             f"kwok-{zone}",
             [

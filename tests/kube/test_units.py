@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -294,3 +295,16 @@ def test_concurrent_run_waits_for_the_build_lock_instead_of_building(
     waiter.join(10)
     assert result == [b.cache_dir(root)]
     assert not any("building etcd" in m for m in messages), messages
+
+
+def test_kwok_stages_come_from_the_pinned_module_and_are_kept_beside_kwok(tmp_path: Path) -> None:
+    from harness.kube.binaries import STAGES_FILE, kwok_stages
+
+    if shutil.which("go") is None:
+        pytest.skip("needs go to read the pinned kwok module")
+    text = kwok_stages(tmp_path / "kwok")
+    names = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("  name:")]
+    assert names == ["node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"]
+    assert (tmp_path / STAGES_FILE).read_text() == text
+    (tmp_path / STAGES_FILE).write_text("kept")
+    assert kwok_stages(tmp_path / "kwok") == "kept"
