@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from harness import rootless
 from harness.config import Config, load_config, with_region
 from harness.errors import EnvironmentStateError, PrerequisiteError
 from harness.faults.runner import FaultRunner
@@ -22,7 +23,6 @@ from harness.probes.availability import AvailabilityProbe, ProbeHistory
 from harness.providers.local.etcd import alive
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.local.state import read_state
-from harness import rootless
 from harness.timeline import Timeline
 
 SESSION_REGION = "pt"
@@ -51,6 +51,7 @@ MARKERS = {
     "node_failure": "a node's processes are killed, frozen or its link goes down",
     "quorum": "scenarios about etcd quorum loss and recovery",
     "region": "needs the local region (root or user namespaces, etcd, nftables)",
+    "kube": "needs the local Kubernetes control plane (pinned binaries, built on first use)",
 }
 
 

@@ -15,37 +15,37 @@ from harness.timeline import Timeline
 NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its link": "node-link-down"}
 
 
-def _apply(env: LocalEnvironment, faults: FaultRunner, timeline: Timeline, kind: str, targets: list[str],
-           seconds: float) -> Outage:
+def _apply(env: LocalEnvironment, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
     statuses = env.status()
     leader = env.leader(statuses)
     ids = {name: s.member_id for name, s in statuses.items() if not isinstance(s, str)}
-    start = timeline.now()
-    outage = Outage([faults.inject(kind, t) for t in targets], start, leader, ids.get(leader or "", 0))
+    applied = [faults.inject(kind, t) for t in targets]
+    # From the first fault's own start: the runner's health check before it is not outage.
+    outage = Outage(applied, applied[0].event.start, leader, ids.get(leader or "", 0))
     time.sleep(seconds)
     return outage
 
 
 @when(parsers.parse("the target zone goes down for {seconds:g} s"), target_fixture="outage")
-def _(env, faults, timeline, target_zone: str, seconds: float) -> Outage:
-    return _apply(env, faults, timeline, "zone-outage", [target_zone], seconds)
+def _(env, faults, target_zone: str, seconds: float) -> Outage:
+    return _apply(env, faults, "zone-outage", [target_zone], seconds)
 
 
 @when(parsers.parse('zone "{zone}" goes down for {seconds:g} s'), target_fixture="outage")
-def _(env, faults, timeline, zone: str, seconds: float) -> Outage:
-    return _apply(env, faults, timeline, "zone-outage", [zone], seconds)
+def _(env, faults, zone: str, seconds: float) -> Outage:
+    return _apply(env, faults, "zone-outage", [zone], seconds)
 
 
 @when(parsers.parse('zones "{first}" and "{second}" go down for {seconds:g} s'), target_fixture="outage")
-def _(env, faults, timeline, first: str, second: str, seconds: float) -> Outage:
-    return _apply(env, faults, timeline, "zone-outage", [first, second], seconds)
+def _(env, faults, first: str, second: str, seconds: float) -> Outage:
+    return _apply(env, faults, "zone-outage", [first, second], seconds)
 
 
 @when(parsers.parse('node "{node}" {how} for {seconds:g} s'), target_fixture="outage")
-def _(env, faults, timeline, node: str, how: str, seconds: float) -> Outage:
+def _(env, faults, node: str, how: str, seconds: float) -> Outage:
     if how not in NODE_MODES:
         raise ConfigError(f"unknown node failure {how!r}; accepted: {', '.join(NODE_MODES)}")
-    return _apply(env, faults, timeline, NODE_MODES[how], [node], seconds)
+    return _apply(env, faults, NODE_MODES[how], [node], seconds)
 
 
 def _restore(faults: FaultRunner, timeline: Timeline, outage: Outage, targets: list[str] | None) -> Outage:
