@@ -9,7 +9,9 @@ from pathlib import Path
 
 from harness.faults.runner import FaultRunner
 from harness.probes.availability import AvailabilityProbe
-from harness.probes.etcd import hashkv, keys_per_member
+from harness.errors import HarnessError
+from harness.probes.converge import converged_keys
+from harness.probes.etcd import hashkv
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
 from harness.validate import availability as av
@@ -75,10 +77,11 @@ def zone_outage(env: LocalEnvironment, zone: str, outage: float, settle: float =
         history = probe.stop()
     gap = av.longest_write_gap(history.samples, fault.event.start, t_heal)
     new = av.new_leader_after(history.samples, fault.event.start, old_id, history.member_ids)
-    views = keys_per_member(env, history.prefix)
-    lost = set()
-    for keys in views.values():
-        lost |= set(lost_writes(history.acked(), seqs_from_keys(keys, history.prefix)) if isinstance(keys, list) else history.acked())
+    lost: set[int] = set()
+    for member, keys in converged_keys(env, history.prefix, env.config.timeouts.recovery).items():
+        if isinstance(keys, str):
+            raise HarnessError(f"could not read back the probe's keys from {member}: {keys}")
+        lost |= set(lost_writes(history.acked(), seqs_from_keys(keys, history.prefix)))
     return OutageResult(
         zone=zone,
         had_leader=env.member(leader).zone == zone,
@@ -100,8 +103,8 @@ def run_all(env: LocalEnvironment, outage: float, report: Path) -> int:
         r = zone_outage(env, zone, outage)
         results.append(r)
         verdict = "ok" if not r.problems() else "FAIL: " + "; ".join(r.problems())
-        print(f"  {'leader' if r.had_leader else 'follower'} zone; write gap {r.write_gap}s; new leader "
-              f"{r.new_leader or '-'} after {r.new_leader_after or '-'}s; catch-up {r.catch_up}s; "
+        leader = f"new leader {r.new_leader} after {r.new_leader_after}s" if r.new_leader else "no leader change"
+        print(f"  {'leader' if r.had_leader else 'follower'} zone; write gap {r.write_gap}s; {leader}; catch-up {r.catch_up}s; "
               f"{r.acked_writes} acked, {r.lost_writes} lost; HashKV {'equal' if r.hashes_equal else 'DIFFER'} -> {verdict}")
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(json.dumps({"etcd": env.state["etcd"], "outage_s": outage,
