@@ -20,6 +20,7 @@ from harness.faults.base import Fault
 from harness.faults.zone import remove_table
 from harness.providers.local import netns
 from harness.providers.local.etcd import signal_pid
+from harness.providers.local.kubernetes import restore_silenced
 from harness.providers.local.region import FAULT_TABLE_PREFIX, LocalEnvironment
 from harness.timeline import Event, Timeline
 
@@ -159,4 +160,4 @@ def heal_everything(env: LocalEnvironment) -> list[str]:
         if not env.member_running(m.name):
             env.start_member(m.name)
             done.append(f"restarted {m.name}")
-    return done
+    return done + restore_silenced(env)

@@ -35,3 +35,22 @@ def test_up_with_kubernetes_registers_the_region_nodes_and_down_removes_all() ->
         down = cli("--name", "kc", "down", check=True)
     assert "kubernetes control plane in" in down.stdout
     assert processes_mentioning(workdir) == [] and namespaces("kc") == []
+
+
+def test_harness_heal_resumes_a_zone_left_silenced() -> None:
+    from harness.kube import ControlPlane, load_state
+
+    cli("--name", "kh", "down")
+    try:
+        up = cli("--name", "kh", "up", "--kubernetes", check=True, timeout=1800)
+        workdir = Path(up.stdout.split("kubeconfig: ", 1)[1].split()[0]).parent
+        # As a run that died after silencing zone-b would leave it.
+        ControlPlane.from_state(load_state(workdir)).silence_zone("zone-b")
+        kwok = next(p for p in load_state(workdir)["processes"] if p["name"] == "kwok-zone-b")
+        assert Path(f"/proc/{kwok['pid']}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        healed = cli("--name", "kh", "heal", check=True)
+        assert "restored kubernetes nodes of zone-b" in healed.stdout
+        assert Path(f"/proc/{kwok['pid']}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T"
+        assert load_state(workdir)["silenced_zones"] == []
+    finally:
+        cli("--name", "kh", "down", check=True)

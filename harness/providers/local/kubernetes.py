@@ -37,3 +37,20 @@ def stop_for(config: Config, region: str) -> list[str]:
     stop_from_state(state)
     (wd / "controlplane.json").unlink(missing_ok=True)
     return [f"kubernetes control plane in {wd}"]
+
+
+def restore_silenced(env: LocalEnvironment) -> list[str]:
+    """Resume every zone whose kwok was left frozen (a run that died mid-silence)."""
+    record = env.state.get("kubernetes")
+    if not record:
+        return []
+    from harness.kube import ControlPlane, load_state
+
+    state = load_state(Path(record["workdir"]))
+    if state is None:
+        return []
+    cp = ControlPlane.from_state(state)
+    silenced = sorted(cp.silenced)
+    for zone in silenced:
+        cp.restore_zone(zone)
+    return [f"restored kubernetes nodes of {zone}" for zone in silenced]
