@@ -16,6 +16,7 @@ from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate.history import diverging_hashes, lost_writes, seqs_from_keys
+from harness.wait import first_within
 
 # Defaults of the job; the Gherkin features state their own thresholds in their text.
 MAX_WRITE_GAP = 3.0
@@ -67,12 +68,12 @@ def zone_outage(env: LocalEnvironment, zone: str, outage: float, settle: float =
             runner.heal()
         time.sleep(settle)
         isolated = env.members_in(zone)
-        deadline = time.monotonic() + MAX_CATCH_UP
-        catch_up = None
-        while isolated and catch_up is None and time.monotonic() < deadline:
+
+        def slowest() -> float | None:
             times = [av.catch_up_time(probe.history.samples, m.name, t_heal, target) for m in isolated]
-            catch_up = None if None in times else max(t for t in times if t is not None)
-            time.sleep(0.1)
+            return None if None in times else max(t for t in times if t is not None)
+
+        catch_up = first_within(slowest, f"the members of {zone} to catch up", MAX_CATCH_UP) if isolated else None
     finally:
         history = probe.stop()
     gap = av.longest_write_gap(history.samples, fault.event.start, t_heal)

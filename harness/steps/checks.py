@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+from typing import Callable, TypeVar
 
 from pytest_bdd import parsers, then
 
@@ -15,22 +15,21 @@ from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate.history import diverging_hashes, lost_writes, seqs_from_keys
+from harness.wait import first_within
+
+T = TypeVar("T")
 
 
-def _await(figure, limit: float):
+def _await(figure: Callable[[], T | None], limit: float, what: str) -> T | None:
     """Give a figure until its own limit (plus a little) to appear in the probe history."""
-    deadline = time.monotonic() + limit + 0.5
-    value = figure()
-    while value is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-        value = figure()
-    return value
+    return first_within(figure, what, limit + 0.5)
 
 
 @then(parsers.parse("a new leader is elected in a surviving zone within {limit:g} s"))
 def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
     h = probe.history
-    found = _await(lambda: av.new_leader_after(h.samples, outage.start, outage.leader_id_before, h.member_ids), limit)
+    found = _await(lambda: av.new_leader_after(h.samples, outage.start, outage.leader_id_before, h.member_ids), limit,
+                   "a new leader")
     judge.at_most(found[0] if found else None, limit, "time to a new leader", seen=found)
     judge.holds(env.member(found[1]).zone not in outage.zones, f"new leader {found[1]} is in a surviving zone",
                 seen=env.member(found[1]).zone)
@@ -83,7 +82,7 @@ def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, timeline:
 @then(parsers.parse("writes resume within {limit:g} s of its return"))
 def _(probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
     assert outage.healed_at is not None, "no zone came back in this scenario"
-    after = _await(lambda: av.first_ack_after(probe.history.samples, outage.healed_at), limit)
+    after = _await(lambda: av.first_ack_after(probe.history.samples, outage.healed_at), limit, "an acknowledged write")
     judge.at_most(after, limit, "time from the zone's return to the first acknowledged write")
 
 
@@ -93,7 +92,7 @@ def _catch_up(probe: AvailabilityProbe, outage: Outage, names: list[str], limit:
     h, healed = probe.history, outage.healed_at
     target = av.highest_revision(h.samples, healed)
     for name in names:
-        took = _await(lambda: av.catch_up_time(h.samples, name, healed, target), limit)
+        took = _await(lambda: av.catch_up_time(h.samples, name, healed, target), limit, f"{name} to catch up")
         judge.at_most(took, limit, f"catch-up of {name} to revision {target} (the highest seen when it returned)")
 
 
