@@ -1,4 +1,6 @@
-"""`harness`: bring the local region up and down, inspect it, inject and heal faults, run the chaos job."""
+"""`harness`: bring an environment up and down, inspect it, inject and heal faults, render and
+deploy the reference HA control plane, check workloads against the HA conventions, and run
+the chaos job."""
 
 from __future__ import annotations
 
@@ -9,59 +11,102 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness import rootless
-from harness.config import Config, load_config
+from harness.config import PROVIDER_NAMES, Config, load_config
 from harness.errors import HarnessError
 from harness.providers import get_provider
-from harness.providers.local.region import LocalRegion
-from harness.providers.local.state import read_state, state_path
+from harness.providers.base import Environment, Provider
+from harness.providers.local.region import LocalEnvironment, LocalRegion
+from harness.providers.state import read_state, state_path
+from harness.reference import conventions_cli
+from harness.reference.render import DEFAULT_NAMESPACE, FORMS, TOLERANCES
+
+# Commands that need no environment (and no namespaces, so no rootless re-exec).
+OFFLINE = ("render", "conventions")
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description=__doc__)
-    p.add_argument("--config", type=Path, help="TOML file with [region], [etcd], [timeouts], [paths] (or HARNESS_CONFIG)")
-    p.add_argument("--name", default=None, help="region name, prefixes its namespaces (default: hh)")
+    p.add_argument("--config", type=Path, help="TOML file with [region], [provider], [etcd], [timeouts], [paths] (or HARNESS_CONFIG)")
+    p.add_argument("--name", default=None, help="local region name, prefixes its namespaces (default: hh)")
+    p.add_argument("--provider", choices=PROVIDER_NAMES, default=None,
+                   help="local (default: the embedded region and its seed), cluster (an existing kubeconfig context) or kind")
+    p.add_argument("--kubeconfig", default=None,
+                   help="kubeconfig the cluster provider reads and `up --kubernetes` merges its context into "
+                        "(default: $KUBECONFIG, then ~/.kube/config)")
+    p.add_argument("--context", default=None, help="cluster provider: kubeconfig context (default: the current one)")
     sub = p.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="bring the local region up (real etcd in per-zone network namespaces)")
+    up = sub.add_parser("up", help="bring the environment up (local: real etcd in per-zone network namespaces)")
     up.add_argument("--members", type=int, help="etcd members: 3 (default) or 5")
     up.add_argument("--layout", choices=["multi-zone", "single-zone"], help="members one per zone (default) or all in one zone")
     up.add_argument("--zones", help="comma-separated zone names (default: zone-a,zone-b,zone-c)")
     up.add_argument("--nodes-per-zone", type=int, help="nodes in each zone (default: 2)")
+    up.add_argument("--hosts-per-zone", type=int, help="physical hosts per zone; nodes share them round-robin (default: not modelled)")
     up.add_argument("--etcd-bin", help="etcd binary (default: ETCD_BIN or `etcd` on PATH)")
     up.add_argument("--kubernetes", action="store_true",
-                    help="also start a local Kubernetes control plane with one kwok node per region node "
-                         "(binaries built from pinned Go modules on first use, then cached)")
+                    help="also start the local seed: a Kubernetes control plane with one kwok node per region node "
+                         "(binaries built from pinned Go modules on first use), its context merged into the kubeconfig")
     st = sub.add_parser("status", help="zones, nodes and members with health, leader, raft term, revision")
     st.add_argument("--json", action="store_true", help="print JSON")
-    sub.add_parser("down", help="remove the region and anything a crashed run left (processes, namespaces, nftables)")
+    sub.add_parser("down", help="remove the environment and anything a crashed run left (processes, namespaces, contexts)")
     sub.add_parser("heal", help="undo every fault still applied (from the heal ledger, then a sweep)")
     fault = sub.add_parser("fault", help="inject one fault and leave it applied until `harness heal`")
-    fault.add_argument("kind", help="zone-outage, node-kill, node-freeze, node-link-down, member-kill")
-    fault.add_argument("target", help="a zone, node or member name")
+    fault.add_argument("kind", help="zone-outage, node-kill, node-freeze, node-link-down, member-kill, host-outage, "
+                                    "pod-delete, node-cordon, node-drain")
+    fault.add_argument("target", help="a zone, node, host or member name, or NAMESPACE/POD")
     run = sub.add_parser("run", help="the chaos job: each zone goes down in turn under probes; prints and writes a report")
     run.add_argument("--outage", type=float, default=4.0, help="seconds each zone stays down (default 4)")
     run.add_argument("--report", type=Path, default=None, help="JSON report path (default: reports/chaos-run.json)")
+    for name, help_ in (("render", "print the reference HA control plane as YAML"),
+                        ("deploy", "apply the reference HA control plane, wait for the scheduler, print where its pods went")):
+        cmd = sub.add_parser(name, help=help_)
+        cmd.add_argument("--tolerance", required=True, choices=TOLERANCES, help="failure tolerance type of the shoot")
+        cmd.add_argument("--form", choices=FORMS, default="gep20",
+                         help="gep20: GEP-20's affinity rules (default); conventions: the HA conventions' spread constraints")
+        cmd.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"shoot namespace in the seed (default: {DEFAULT_NAMESPACE})")
+        cmd.add_argument("--storage-class", default=None, help="StorageClass of etcd's volumes (default: the seed's)")
+    sub.choices["render"].add_argument("--zones", default=None, help="the seed's zones, comma-separated (default: the region's)")
+    undeploy = sub.add_parser("undeploy", help="delete a reference control plane and its volumes")
+    undeploy.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"(default: {DEFAULT_NAMESPACE})")
+    conventions_cli.add_parser(sub)
     return p
 
 
 def _config(args: argparse.Namespace) -> Config:
     overrides: dict[str, Any] = {}
-    if args.name:
-        overrides["region.name"] = args.name
+    for key, value in (("region.name", args.name), ("provider.name", args.provider),
+                       ("provider.kubeconfig", args.kubeconfig), ("provider.context", args.context)):
+        if value:
+            overrides[key] = value
     if args.command == "up":
-        for key, value in (("members", args.members), ("layout", args.layout), ("nodes_per_zone", args.nodes_per_zone)):
+        for key, value in (("members", args.members), ("layout", args.layout), ("nodes_per_zone", args.nodes_per_zone),
+                           ("hosts_per_zone", args.hosts_per_zone)):
             if value is not None:
                 overrides[f"region.{key}"] = value
         if args.zones:
-            overrides["region.zones"] = [z.strip() for z in args.zones.split(",") if z.strip()]
+            overrides["region.zones"] = _zone_list(args.zones)
         if args.etcd_bin:
             overrides["etcd.binary"] = args.etcd_bin
+    if args.command in ("render", "deploy") and args.storage_class:
+        overrides["provider.storage_class"] = args.storage_class
     return load_config(args.config, overrides)
 
 
+def _zone_list(text: str) -> list[str]:
+    return [z.strip() for z in text.split(",") if z.strip()]
+
+
 def _print_status(desc: dict[str, Any]) -> None:
+    if desc.get("provider") in ("cluster", "kind"):
+        print(f"{desc['provider']} cluster, kubeconfig {desc['kubeconfig']} (context {desc['context'] or 'current'})")
+        for z in desc["zones"]:
+            print(f"  {z['name']:<12} nodes: {', '.join(z['nodes'])}")
+        not_ready = [n["name"] for n in desc["nodes"] if n["ready"] != "Ready"]
+        print(f"  not ready: {', '.join(not_ready) or 'none'}; references: {', '.join(desc['references']) or 'none'}; "
+              f"active faults: {', '.join(desc['active_faults']) or 'none'}")
+        return
     print(f"region {desc['region']} ({desc['layout']}), etcd {desc['etcd']['version']} at {desc['etcd']['path']}")
     for z in desc["zones"]:
-        nodes = ", ".join(n["name"] for n in desc["nodes"] if n["zone"] == z["name"])
+        nodes = ", ".join(n["name"] + (f" on {n['host']}" if n["host"] else "") for n in desc["nodes"] if n["zone"] == z["name"])
         down = f"  FAULTS: {', '.join(z['faults'])}" if z["faults"] else ""
         print(f"  {z['name']:<10} {z['subnet']:<15} nodes: {nodes}{down}")
     print(f"  {'member':<8} {'zone':<10} {'node':<12} {'health':<12} {'leader':<7} {'term':>5} {'revision':>9}")
@@ -70,45 +115,93 @@ def _print_status(desc: dict[str, Any]) -> None:
               f"{m.get('raft_term', '-'):>5} {m.get('revision', '-'):>9}")
     print(f"  leader: {desc['leader'] or 'none'}; active faults: {', '.join(desc['active_faults']) or 'none'}")
     if desc.get("kubernetes"):
-        print(f"  kubernetes: {desc['kubernetes']['apiserver']}, kubeconfig {desc['kubernetes']['kubeconfig']}")
+        kube = desc["kubernetes"]
+        print(f"  kubernetes: {kube['apiserver']}, kubeconfig {kube['kubeconfig']}"
+              + (f", context {kube['context']} in {kube['merged_into']}" if kube.get("merged_into") else ""))
+    if desc.get("references"):
+        print(f"  reference control planes: {', '.join(desc['references'])}")
     print("  (health is each member's own answer, asked from inside its zone)")
 
 
-def _dispatch(args: argparse.Namespace, config: Config) -> int:
-    region = get_provider("local", config)
-    assert isinstance(region, LocalRegion)
-    if args.command == "up":
-        env = region.up()
-        print(f"region {config.region.name} is up: {len(env.zones)} zones, {len(env.nodes)} nodes, "
-              f"{len(env.members)} etcd members (etcd {env.state['etcd']['version']}); state in {env.path}")
-        if args.kubernetes:
-            from harness.providers.local.kubernetes import start_for
+def _record_reference(env: Environment, namespace: str, add: bool) -> None:
+    def change(st: dict[str, Any]) -> None:
+        refs = [r for r in st.get("references", []) if r != namespace]
+        st["references"] = refs + ([namespace] if add else [])
 
-            try:
-                kube = start_for(env)
-            except BaseException:
-                region.down()  # all or nothing: no region without the control plane asked for
-                raise
-            print(f"kubernetes API server {kube['apiserver']}, {len(env.nodes)} nodes Ready\n"
-                  f"kubeconfig: {kube['kubeconfig']}\n  export KUBECONFIG={kube['kubeconfig']}")
+    env.update(change)  # type: ignore[attr-defined]
+
+
+def _up(provider: Provider, config: Config, args: argparse.Namespace) -> int:
+    env = provider.up()
+    if not isinstance(env, LocalEnvironment):
+        print(f"{provider.name} cluster is up: {len(env.zones)} zones ({', '.join(env.zones)}), {len(env.nodes)} nodes")
         return 0
+    print(f"region {config.region.name} is up: {len(env.zones)} zones, {len(env.nodes)} nodes, "
+          f"{len(env.members)} etcd members (etcd {env.state['etcd']['version']}); state in {env.path}")
+    if args.kubernetes:
+        from harness.providers.local.kubernetes import start_for
+
+        assert config.provider.kubeconfig is not None
+        try:
+            kube = start_for(env, merge_into=Path(config.provider.kubeconfig))
+        except BaseException:
+            provider.down()  # all or nothing: no region without the control plane asked for
+            raise
+        print(f"kubernetes API server {kube['apiserver']}, {len(env.nodes)} nodes Ready\n"
+              f"context {kube['context']} merged into {kube['merged_into']} and made current (kubectl works as is)")
+    return 0
+
+
+def _deploy(provider: Provider, env: Environment, config: Config, args: argparse.Namespace) -> int:
+    from harness.probes.placement import table
+    from harness.reference.deploy import deploy
+    from harness.reference.render import ReferenceSpec
+
+    seed = provider.seed(env)
+    spec = ReferenceSpec(args.tolerance, env.zones, args.form, args.namespace, seed.storage_class)
+    _record_reference(env, spec.namespace, add=True)
+    pods = deploy(seed, spec, config.timeouts.deploy)
+    print(f"reference control plane ({args.tolerance} tolerance, {args.form} form) in {spec.namespace}, "
+          f"zones {', '.join(spec.zones)}:\n{table(pods)}")
+    return 0
+
+
+def _render(config: Config, args: argparse.Namespace) -> int:
+    from harness.reference.render import ReferenceSpec, render, to_yaml
+
+    zones = _zone_list(args.zones) if args.zones is not None else list(config.region.zones)
+    storage = config.provider.storage_class or "harness-zonal"
+    print(to_yaml(render(ReferenceSpec(args.tolerance, tuple(zones), args.form, args.namespace, storage))), end="")
+    return 0
+
+
+def _dispatch(args: argparse.Namespace, config: Config) -> int:
+    if args.command == "conventions":
+        return conventions_cli.run(args)
+    if args.command == "render":
+        return _render(config, args)
+    provider = get_provider(config.provider.name, config)
+    if args.command == "up":
+        return _up(provider, config, args)
     if args.command == "down":
-        removed = region.down()
+        removed = provider.down()
         print(f"removed {len(removed)} item(s)" + "".join(f"\n  {r}" for r in removed) if removed else "nothing to remove")
         return 0
     if args.command == "run":
         from harness.chaos_run import run_all
 
+        if not isinstance(provider, LocalRegion):
+            raise HarnessError(f"the chaos job runs on the local provider only (it probes etcd members); not on {provider.name}")
         report = args.report or config.reports_dir / "chaos-run.json"
-        if region.path.exists():
-            return run_all(region.attach(), outage=args.outage, report=report)
+        if provider.path.exists():
+            return run_all(provider.attach(), outage=args.outage, report=report)
         try:
-            return run_all(region.up(), outage=args.outage, report=report)
+            return run_all(provider.up(), outage=args.outage, report=report)
         finally:
-            region.down()
-    env = region.attach()
+            provider.down()
+    env = provider.attach()
     if args.command == "status":
-        desc = env.describe()
+        desc = env.describe()  # type: ignore[attr-defined]
         print(json.dumps(desc, indent=1)) if args.json else _print_status(desc)
         return 0
     if args.command == "heal":
@@ -117,7 +210,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         done = heal_everything(env)
         print("\n".join(done) if done else "no fault was applied")
         env.wait_healthy(config.timeouts.recovery)
-        print("region healthy")
+        print("environment healthy")
         return 0
     if args.command == "fault":
         from harness.faults.runner import FaultRunner
@@ -126,6 +219,15 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         active = FaultRunner(env, Timeline()).inject(args.kind, args.target)
         print(f"applied {active.id}; undo with `harness heal`")
         return 0
+    if args.command == "deploy":
+        return _deploy(provider, env, config, args)
+    if args.command == "undeploy":
+        from harness.reference.deploy import undeploy
+
+        removed = undeploy(provider.seed(env), args.namespace, config.timeouts.deploy)
+        _record_reference(env, args.namespace, add=False)
+        print("\n".join(f"removed {r}" for r in removed) or f"no namespace {args.namespace}")
+        return 0
     raise AssertionError(args.command)
 
 
@@ -133,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         config = _config(args)
-        if rootless.needs_reexec():
+        if rootless.needs_reexec() and config.provider.name == "local" and args.command not in OFFLINE:
             state = read_state(state_path(config.state_dir, config.region.name)) or {}
             rootless.reexec_if_needed(
                 [sys.executable, "-m", "harness.cli", *(sys.argv[1:] if argv is None else argv)],

@@ -29,6 +29,9 @@ class Timeouts:
     probe_request: float = 0.25
     status_request: float = 0.5
     command: float = 10.0
+    deploy: float = 90.0  # reference control plane applied until every pod is placed or reported unschedulable
+    drain: float = 15.0  # node-drain: how long evictions blocked by a PodDisruptionBudget are retried
+    kube_request: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class RegionSpec:
     name: str = "hh"
     zones: tuple[str, ...] = DEFAULT_ZONES
     nodes_per_zone: int | None = None  # None: 2, or as many as the layout needs in its busiest zone
+    hosts_per_zone: int | None = None  # None: hosts not modelled; else nodes share hosts round-robin (seed 004)
     members: int = 3
     layout: str = "multi-zone"
     subnet_prefix: str = "10.77"  # zone i gets <prefix>.<i+1>.0/24 inside the region's own namespaces
@@ -72,6 +76,10 @@ class RegionSpec:
         assert self.nodes_per_zone is not None
         if self.nodes_per_zone < 1 or self.nodes_per_zone > 20:
             raise ConfigError(f"nodes_per_zone must be between 1 and 20, got {self.nodes_per_zone}")
+        if self.hosts_per_zone is not None and not 1 <= self.hosts_per_zone <= self.nodes_per_zone:
+            raise ConfigError(
+                f"hosts_per_zone must be between 1 and nodes_per_zone ({self.nodes_per_zone}), got {self.hosts_per_zone}"
+            )
         if busiest > self.nodes_per_zone:
             raise ConfigError(
                 f"{self.members} members in layout {self.layout} need {busiest} nodes in one zone, "
@@ -85,9 +93,36 @@ class RegionSpec:
         return [self.zones[i % len(self.zones)] for i in range(self.members)]
 
 
+PROVIDER_NAMES = ("local", "cluster", "kind")
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """Which environment to run against, and how to reach a cluster that already exists."""
+
+    name: str = "local"
+    # The kubeconfig the cluster provider reads, kind writes, and `harness up --kubernetes`
+    # merges the local seed's context into. None: $KUBECONFIG's first file, then ~/.kube/config.
+    kubeconfig: str | None = None
+    context: str | None = None  # cluster: None means the kubeconfig's current context
+    # StorageClass for etcd's zonal volumes; None: the cluster's default. A class without a
+    # provisioner (kubernetes.io/no-provisioner) gets volumes made by the harness.
+    storage_class: str | None = None
+    kind_cluster: str = "ha-harness"
+    kind_node_image: str = "kindest/node:v1.33.1"
+    kind_workers_per_zone: int = 2
+
+    def __post_init__(self) -> None:
+        if self.name not in PROVIDER_NAMES:
+            raise ConfigError(f"unknown provider {self.name!r}; accepted: {', '.join(PROVIDER_NAMES)}")
+        if not 1 <= self.kind_workers_per_zone <= 10:
+            raise ConfigError(f"kind_workers_per_zone must be between 1 and 10, got {self.kind_workers_per_zone}")
+
+
 @dataclass(frozen=True)
 class Config:
     region: RegionSpec = field(default_factory=RegionSpec)
+    provider: ProviderSettings = field(default_factory=ProviderSettings)
     etcd: EtcdSettings = field(default_factory=EtcdSettings)
     timeouts: Timeouts = field(default_factory=Timeouts)
     state_dir: Path = Path("/tmp/ha-harness")
@@ -125,7 +160,7 @@ def load_config(
     Environment: ETCD_BIN, HARNESS_CONFIG (file path), HARNESS_STATE_DIR, HARNESS_OUTER_UID (set by rootless).
     """
     env = os.environ if environ is None else environ
-    raw: dict[str, dict[str, Any]] = {"region": {}, "etcd": {}, "timeouts": {}, "paths": {}}
+    raw: dict[str, dict[str, Any]] = {"region": {}, "provider": {}, "etcd": {}, "timeouts": {}, "paths": {}}
     path = path or (Path(env["HARNESS_CONFIG"]) if env.get("HARNESS_CONFIG") else None)
     if path is not None:
         try:
@@ -145,10 +180,12 @@ def load_config(
         raw["etcd"]["binary"] = env["ETCD_BIN"]
     if env.get("HARNESS_STATE_DIR"):
         raw["paths"]["state_dir"] = env["HARNESS_STATE_DIR"]
+    if env.get("HARNESS_PROVIDER"):
+        raw["provider"]["name"] = env["HARNESS_PROVIDER"]
     for dotted, value in (overrides or {}).items():
         section, _, key = dotted.partition(".")
         if section not in raw or not key:
-            raise ConfigError(f"unknown setting {dotted!r}; use region.*, etcd.*, timeouts.* or paths.*")
+            raise ConfigError(f"unknown setting {dotted!r}; use region.*, provider.*, etcd.*, timeouts.* or paths.*")
         raw[section][key] = value
 
     # Inside the rootless namespaces we are uid 0; paths belong to the user who ran us.
@@ -161,6 +198,7 @@ def load_config(
     try:
         return Config(
             region=RegionSpec(**_section(RegionSpec, raw["region"], "region")),
+            provider=_provider(ProviderSettings(**_section(ProviderSettings, raw["provider"], "provider")), env),
             etcd=EtcdSettings(**_section(EtcdSettings, raw["etcd"], "etcd")),
             timeouts=Timeouts(**_section(Timeouts, raw["timeouts"], "timeouts")),
             state_dir=Path(paths.get("state_dir", state_dir)),
@@ -169,6 +207,13 @@ def load_config(
         )
     except TypeError as e:
         raise ConfigError(f"malformed configuration: {e}") from None
+
+
+def _provider(settings: ProviderSettings, env: Mapping[str, str]) -> ProviderSettings:
+    """Resolve the kubeconfig as kubectl and kind do: $KUBECONFIG's first file, else
+    ~/.kube/config (of the user who ran us, also inside the rootless namespaces)."""
+    default = env.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path(env.get("HOME", "~")).expanduser() / ".kube" / "config")
+    return replace(settings, kubeconfig=settings.kubeconfig or default)
 
 
 def with_region(config: Config, **changes: Any) -> Config:

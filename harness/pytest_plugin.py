@@ -1,7 +1,10 @@
-"""pytest plugin: options, the shared local region, and per-scenario timeline, faults and probes.
+"""pytest plugin: options, the shared environment, the steps, and per-scenario timeline,
+faults, probes and reference deployments.
 
-The region comes up once per session and always goes down; every fault injected in a
-scenario is healed at its teardown, whatever happened (Ctrl-C and SIGTERM included).
+The environment (by default the local region) comes up once per session and always goes
+down; every fault injected in a scenario is healed at its teardown, whatever happened
+(Ctrl-C and SIGTERM included). Installing the harness is enough for a project's own
+.feature files: this plugin registers every step.
 """
 
 from __future__ import annotations
@@ -11,21 +14,30 @@ import re
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
 from harness import rootless
-from harness.config import Config, load_config, with_region
+from harness.config import PROVIDER_NAMES, Config, load_config, with_region
 from harness.errors import EnvironmentStateError, PrerequisiteError
 from harness.faults.runner import FaultRunner
 from harness.probes.availability import AvailabilityProbe, ProbeHistory
+from harness.providers import get_provider
+from harness.providers.base import Environment, Provider, Seed
 from harness.providers.local.etcd import alive
 from harness.providers.local.region import LocalEnvironment, LocalRegion
-from harness.providers.local.state import read_state
+from harness.providers.state import read_state
+from harness.steps import STEP_MODULES
 from harness.timeline import Timeline
 
+if TYPE_CHECKING:
+    from harness.reference.render import ReferenceSpec
+    from harness.steps.scenario import Shoot
+
 SESSION_REGION = "pt"
+# Registered with this plugin, so a project with its own .feature files needs nothing else.
+pytest_plugins = STEP_MODULES
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,6 +46,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--etcd-bin", default=None, help="etcd binary for the local region (default: ETCD_BIN or `etcd` on PATH)")
     group.addoption("--region-name", default=SESSION_REGION,
                     help=f"name of the session's region, prefixes its namespaces (default: {SESSION_REGION})")
+    group.addoption("--provider", default=None, choices=PROVIDER_NAMES,
+                    help="environment to run against: local (default), cluster (an existing kubeconfig context) or kind")
+    group.addoption("--kubeconfig", default=None, help="cluster/kind: kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    group.addoption("--kube-context", default=None, help="cluster: context in the kubeconfig (default: its current one)")
 
 
 def pytest_cmdline_main(config: pytest.Config) -> None:
@@ -50,6 +66,7 @@ MARKERS = {
     "zone_outage": "a whole zone is cut off at the router",
     "node_failure": "a node's processes are killed, frozen or its link goes down",
     "quorum": "scenarios about etcd quorum loss and recovery",
+    "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
     "region": "needs the local region (root or user namespaces, etcd, nftables)",
     "kube": "needs the local Kubernetes control plane (pinned binaries, built on first use)",
 }
@@ -64,13 +81,27 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Placement needs a Kubernetes seed: locally the pinned binaries (`make test-fast` skips them).
+    for item in items:
+        if item.get_closest_marker("placement"):
+            item.add_marker(pytest.mark.kube)
+
+
 @pytest.fixture(scope="session")
 def harness_config(pytestconfig: pytest.Config) -> Config:
     overrides: dict[str, Any] = {"region.name": pytestconfig.getoption("region_name")}
-    if pytestconfig.getoption("etcd_bin"):
-        overrides["etcd.binary"] = pytestconfig.getoption("etcd_bin")
+    for option, key in (("etcd_bin", "etcd.binary"), ("provider", "provider.name"),
+                        ("kubeconfig", "provider.kubeconfig"), ("kube_context", "provider.context")):
+        if pytestconfig.getoption(option):
+            overrides[key] = pytestconfig.getoption(option)
     path = pytestconfig.getoption("harness_config")
     return load_config(Path(path) if path else None, overrides)
+
+
+@pytest.fixture(scope="session")
+def harness_provider(harness_config: Config) -> Provider:
+    return get_provider(harness_config.provider.name, harness_config)
 
 
 def _say(config: pytest.Config, text: str) -> None:
@@ -100,23 +131,32 @@ def _bring_up(region: LocalRegion, config: pytest.Config) -> LocalEnvironment:
 
 
 @pytest.fixture(scope="session")
-def local_region(
-    harness_config: Config, pytestconfig: pytest.Config, record_testsuite_property: Callable[[str, object], None]
-) -> Iterator[LocalEnvironment]:
-    region = LocalRegion(harness_config)
-    env = _bring_up(region, pytestconfig)
+def session_env(
+    harness_provider: Provider, pytestconfig: pytest.Config, record_testsuite_property: Callable[[str, object], None]
+) -> Iterator[Environment]:
+    """The session's environment: the local region (up once, always down), or the cluster."""
+    record_testsuite_property("provider", harness_provider.name)
+    if not isinstance(harness_provider, LocalRegion):
+        try:
+            yield harness_provider.up()
+        finally:
+            harness_provider.down()  # heals, removes what it deployed; a cluster it did not create stays
+        return
+    env = _bring_up(harness_provider, pytestconfig)
     # CI reads which etcd the verdicts are about from the JUnit file.
     record_testsuite_property("etcd_version", env.state["etcd"]["version"])
     record_testsuite_property("etcd_binary", env.state["etcd"]["path"])
     try:
         yield env
     finally:
-        region.down()
+        harness_provider.down()
 
 
 @pytest.fixture
 def region_factory(harness_config: Config, pytestconfig: pytest.Config) -> Iterator[Callable[..., LocalEnvironment]]:
     """Fresh regions of any shape for one scenario (e.g. members=5, layout="single-zone")."""
+    if harness_config.provider.name != "local":
+        pytest.skip(f"a fresh region of its own needs the local provider, not {harness_config.provider.name}")
     made: list[LocalRegion] = []
 
     def make(**shape: Any) -> LocalEnvironment:
@@ -133,9 +173,15 @@ def region_factory(harness_config: Config, pytestconfig: pytest.Config) -> Itera
 
 
 @pytest.fixture
-def env(local_region: LocalEnvironment) -> LocalEnvironment:
+def env(session_env: Environment) -> Environment:
     """The environment a scenario works on; a step may replace it with a fresh one."""
-    return local_region
+    return session_env
+
+
+@pytest.fixture
+def seed(harness_provider: Provider, env: Environment) -> Seed:
+    """The seed of the scenario's environment; the local one starts on first use (a few seconds)."""
+    return harness_provider.seed(env)
 
 
 @pytest.fixture
@@ -146,12 +192,43 @@ def timeline(request: pytest.FixtureRequest, harness_config: Config) -> Iterator
 
 
 @pytest.fixture
-def faults(env: LocalEnvironment, timeline: Timeline) -> Iterator[FaultRunner]:
+def faults(env: Environment, timeline: Timeline) -> Iterator[FaultRunner]:
     runner = FaultRunner(env, timeline)
     try:
         yield runner
     finally:
         runner.heal()
+
+
+class Shoots:
+    """Reference control planes deployed by one scenario; removed at its teardown."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.deployed: list[tuple[Seed, str]] = []
+
+    def deploy(self, seed: Seed, spec: "ReferenceSpec") -> "Shoot":
+        from harness.reference.deploy import deploy
+        from harness.steps.scenario import Shoot
+
+        self.deployed.append((seed, spec.namespace))
+        return Shoot(seed, spec, deploy(seed, spec, self.config.timeouts.deploy))
+
+    def remove_all(self) -> None:
+        from harness.reference.deploy import undeploy
+
+        while self.deployed:
+            seed, namespace = self.deployed.pop()
+            undeploy(seed, namespace, self.config.timeouts.deploy, wait_namespace=False)
+
+
+@pytest.fixture
+def shoots(harness_config: Config) -> Iterator[Shoots]:
+    s = Shoots(harness_config)
+    try:
+        yield s
+    finally:
+        s.remove_all()
 
 
 class Probes:

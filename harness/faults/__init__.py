@@ -18,6 +18,10 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "node-freeze": ("harness.faults.node:NodeFailure", {"mode": "freeze"}),
     "node-link-down": ("harness.faults.node:NodeFailure", {"mode": "link-down"}),
     "member-kill": ("harness.faults.member:MemberKill", {}),
+    "host-outage": ("harness.faults.node:HostOutage", {}),
+    "pod-delete": ("harness.faults.kube:PodDelete", {}),
+    "node-cordon": ("harness.faults.kube:NodeCordon", {}),
+    "node-drain": ("harness.faults.kube:NodeCordon", {"drain": True}),
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol
 
-from harness.providers.local.region import LocalEnvironment
+from harness.providers.base import Environment
 
 
 class Fault(Protocol):
@@ -12,14 +12,19 @@ class Fault(Protocol):
 
     kind: ClassVar[str]
 
-    def available(self, env: LocalEnvironment) -> str | None:
+    def available(self, env: Environment) -> str | None:
         """None when the fault can run on `env`, else why not."""
 
-    def validate(self, env: LocalEnvironment, target: str) -> str:
+    def validate(self, env: Environment, target: str) -> str:
         """The canonical target name; raises ConfigError naming what is accepted."""
 
-    def inject(self, env: LocalEnvironment, target: str) -> dict[str, Any]:
+    def inject(self, env: Environment, target: str) -> dict[str, Any]:
         """Apply the effect; returns what heal needs (stored in the ledger)."""
 
-    def heal(self, env: LocalEnvironment, target: str, data: dict[str, Any]) -> None:
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         """Remove the effect. Idempotent: safe to call twice, or after a half-done inject."""
+
+
+def lacks(env: Environment, capability: type, what: str) -> str | None:
+    """The reason a fault is unavailable when `env` does not implement `capability`."""
+    return None if isinstance(env, capability) else f"the {env.provider} provider cannot {what}"

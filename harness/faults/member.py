@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-import signal
 from typing import Any, ClassVar
 
-from harness.providers.local.region import LocalEnvironment
+from harness.faults.base import lacks
+from harness.providers.base import Environment, MemberProcesses
 
 
 class MemberKill:
     kind: ClassVar[str] = "member-kill"
 
-    def available(self, env: LocalEnvironment) -> str | None:
-        return None
+    def available(self, env: Environment) -> str | None:
+        return lacks(env, MemberProcesses, "kill etcd member processes")
 
-    def validate(self, env: LocalEnvironment, target: str) -> str:
+    def validate(self, env: Environment, target: str) -> str:
         return env.member(target).name
 
-    def inject(self, env: LocalEnvironment, target: str) -> dict[str, Any]:
-        env.signal_member(target, signal.SIGKILL)
+    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+        assert isinstance(env, MemberProcesses)
+        env.kill_member(target)
         return {}
 
-    def heal(self, env: LocalEnvironment, target: str, data: dict[str, Any]) -> None:
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        assert isinstance(env, MemberProcesses)
         env.start_member(target)

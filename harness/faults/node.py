@@ -1,61 +1,64 @@
-"""Node failure: the node's processes are killed (and restarted on heal), frozen, or its link goes down."""
+"""Node failure (its processes killed and restarted on heal, frozen, or its link down) and
+host outage (every node of one physical host killed at once, seed 004's failure domain)."""
 
 from __future__ import annotations
 
-import signal
 from typing import Any, ClassVar
 
 from harness.errors import ConfigError
-from harness.providers.local import netns
-from harness.providers.local.etcd import signal_pid
-from harness.providers.local.region import LocalEnvironment
-
-MODES = ("kill", "freeze", "link-down")
+from harness.faults.base import lacks
+from harness.providers.base import Environment, NodeFailures, Topology
 
 
 class NodeFailure:
     kind: ClassVar[str] = "node-failure"
 
     def __init__(self, mode: str) -> None:
-        if mode not in MODES:
-            raise ConfigError(f"unknown node failure mode {mode!r}; accepted: {', '.join(MODES)}")
         self.mode = mode
 
-    def available(self, env: LocalEnvironment) -> str | None:
-        return None
+    def available(self, env: Environment) -> str | None:
+        reason = lacks(env, NodeFailures, "fail nodes")
+        if reason is None and self.mode not in env.node_failure_modes:  # type: ignore[attr-defined]
+            return f"the {env.provider} provider cannot fail a node by {self.mode}"
+        return reason
 
-    def validate(self, env: LocalEnvironment, target: str) -> str:
+    def validate(self, env: Environment, target: str) -> str:
         return env.node(target).name
 
-    def inject(self, env: LocalEnvironment, target: str) -> dict[str, Any]:
-        ns = env.names.node_ns(target)
-        member = env.member_on(target)
-        data: dict[str, Any] = {"mode": self.mode, "member": member.name if member else None}
-        if self.mode == "kill":
-            if member is not None:
-                env.signal_member(member.name, signal.SIGKILL)
-            for pid in netns.netns_pids(ns):
-                signal_pid(pid, signal.SIGKILL)
-        elif self.mode == "freeze":
-            for pid in netns.netns_pids(ns):
-                signal_pid(pid, signal.SIGSTOP)
-        else:
-            netns.run(["ip", "-n", ns, "link", "set", "eth0", "down"], timeout=env.config.timeouts.command)
-        return data
+    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+        assert isinstance(env, NodeFailures)
+        return env.fail_node(target, self.mode)
 
-    def heal(self, env: LocalEnvironment, target: str, data: dict[str, Any]) -> None:
-        ns = env.names.node_ns(target)
-        mode = data.get("mode", self.mode)
-        if mode == "kill":
-            # The node comes back: its member restarts with the data it had.
-            if data.get("member"):
-                env.start_member(data["member"])
-        elif mode == "freeze":
-            for pid in netns.netns_pids(ns):
-                signal_pid(pid, signal.SIGCONT)
-        else:
-            zone = env.node(target).zone
-            t = env.config.timeouts.command
-            netns.run(["ip", "-n", ns, "link", "set", "eth0", "up"], timeout=t)
-            # The default route went away with the link.
-            netns.run(["ip", "-n", ns, "route", "replace", "default", "via", env.names.gateway(zone)], timeout=t)
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        assert isinstance(env, NodeFailures)
+        env.restore_node(target, {"mode": self.mode} | data)
+
+
+class HostOutage:
+    kind: ClassVar[str] = "host-outage"
+
+    def available(self, env: Environment) -> str | None:
+        reason = NodeFailure("kill").available(env)
+        if reason is None and not (isinstance(env, Topology) and env.hosts()):
+            return "this environment models no hosts (bring it up with hosts per zone)"
+        return reason
+
+    def validate(self, env: Environment, target: str) -> str:
+        if not isinstance(env, Topology):
+            raise ConfigError(f"the {env.provider} provider models no hosts")
+        env.host(target)
+        return target
+
+    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+        assert isinstance(env, NodeFailures) and isinstance(env, Topology)
+        done: dict[str, Any] = {}
+        for node in env.host(target):
+            done[node.name] = env.fail_node(node.name, "kill")
+        return {"nodes": done}
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        assert isinstance(env, NodeFailures) and isinstance(env, Topology)
+        # After a half-done inject `data` is empty: restore every node of the host.
+        nodes = data.get("nodes") or {n.name: {"mode": "kill"} for n in env.host(target)}
+        for name, node_data in nodes.items():
+            env.restore_node(name, node_data)

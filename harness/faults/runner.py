@@ -8,7 +8,6 @@ teardown (or `harness heal` after a crash) removes the fault whatever happened.
 from __future__ import annotations
 
 import itertools
-import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,11 +16,7 @@ from typing import Any, Callable
 from harness.errors import FaultError, HarnessError
 from harness.faults import get_fault
 from harness.faults.base import Fault
-from harness.faults.zone import remove_table
-from harness.providers.local import netns
-from harness.providers.local.etcd import signal_pid
-from harness.providers.local.kubernetes import restore_silenced
-from harness.providers.local.region import FAULT_TABLE_PREFIX, LocalEnvironment
+from harness.providers.base import Environment
 from harness.timeline import Event, Timeline
 
 _ids = itertools.count(1)
@@ -59,7 +54,7 @@ def _with_timeout(fn: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 class FaultRunner:
-    def __init__(self, env: LocalEnvironment, timeline: Timeline) -> None:
+    def __init__(self, env: Environment, timeline: Timeline) -> None:
         self.env = env
         self.timeline = timeline
         self.active: list[ActiveFault] = []
@@ -97,9 +92,8 @@ class FaultRunner:
         return active
 
     def _check_before(self, kind: str, target: str) -> None:
-        statuses = self.env.status()
-        self.timeline.mark("health", "before", fault=kind, target=target, statuses=_brief(statuses))
-        if not self.active and not self.env.refresh().get("faults"):
+        self.timeline.mark("health", "before", fault=kind, target=target, statuses=self.env.health())
+        if not self.active and not self.env.faults():
             try:
                 self.env.wait_healthy(self.env.config.timeouts.member_ready)
             except HarnessError as e:
@@ -128,36 +122,12 @@ class FaultRunner:
                     raise FaultError(f"region did not recover after healing: {e}") from None
 
 
-def _brief(statuses: dict[str, Any]) -> dict[str, Any]:
-    return {name: (s if isinstance(s, str) else {"leader": s.leader, "term": s.raft_term, "rev": s.revision})
-            for name, s in statuses.items()}
-
-
-def heal_everything(env: LocalEnvironment) -> list[str]:
+def heal_everything(env: Environment) -> list[str]:
     """After a crash: heal every ledger entry, then sweep for any fault effect left anyway."""
     done: list[str] = []
-    for entry in list(env.refresh().get("faults", [])):
+    for entry in env.faults():
         fault = get_fault(entry["kind"])
         fault.heal(env, entry["target"], entry.get("data") or {})
         env.forget_fault(entry["id"])
         done.append(f"healed {entry['id']}")
-    tables = netns.ns_run(env.names.router, ["nft", "list", "tables"], check=False)
-    for line in tables.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2].startswith(FAULT_TABLE_PREFIX):
-            netns.nft(env.names.router, remove_table(parts[2]))
-            done.append(f"removed nft table {parts[2]}")
-    for node in env.nodes:
-        ns = env.names.node_ns(node.name)
-        for pid in netns.netns_pids(ns):
-            signal_pid(pid, signal.SIGCONT)
-        link = netns.run(["ip", "-n", ns, "-o", "link", "show", "eth0"], check=False)
-        if "state DOWN" in link or ",UP" not in link:
-            netns.run(["ip", "-n", ns, "link", "set", "eth0", "up"])
-            netns.run(["ip", "-n", ns, "route", "replace", "default", "via", env.names.gateway(node.zone)])
-            done.append(f"link up on {node.name}")
-    for m in env.members:
-        if not env.member_running(m.name):
-            env.start_member(m.name)
-            done.append(f"restarted {m.name}")
-    return done + restore_silenced(env)
+    return done + env.sweep()

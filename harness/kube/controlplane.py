@@ -1,9 +1,12 @@
-"""A real local Kubernetes control plane whose nodes are kwok fakes, one kwok per zone.
+"""A real local Kubernetes control plane whose nodes are kwok fakes, one kwok per node.
 
-etcd, kube-apiserver, kube-controller-manager and kube-scheduler are the real binaries on
-127.0.0.1; nodes are Node objects kept alive by one kwok controller per zone, so a zone
-failure is "stop that zone's kwok": its leases stop renewing and the node lifecycle
-controller reacts exactly as it would to a dead kubelet.
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler are the real binaries;
+nodes are Node objects each kept alive by its own kwok controller, the node's kubelet
+stand-in. Beside the local region a node's kwok runs inside the node's network namespace
+and reaches the API server through the region's router, so whatever cuts the node off
+(a zone outage, a dead or frozen node, a link down) stops its heartbeats for real and the
+node lifecycle controller reacts exactly as it would to a dead kubelet. Standalone (no
+region), kwoks run beside the API server and a zone is silenced by stopping its kwoks.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from harness.kube.timings import DEFAULT_TIMINGS, KubeTimings
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# Seed 004's host failure domain: the physical host a node (VM) runs on.
+HOST_LABEL = "node.cluster.x-k8s.io/esxi-host"
 # Nodes carry this label so kwok never touches a node it did not get from the harness.
 KWOK_NODE_LABEL = ("type", "kwok")
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
@@ -66,6 +71,8 @@ class ControlPlaneError(HarnessError):
 class NodeSpec:
     name: str
     zone: str
+    host: str | None = None  # labelled HOST_LABEL when given
+    netns: str | None = None  # network namespace the node's kwok runs in (None: the harness's own)
 
 
 def default_nodes(zones: tuple[str, ...] = DEFAULT_ZONES, per_zone: int = 2) -> tuple[NodeSpec, ...]:
@@ -84,6 +91,8 @@ class ControlPlaneSpec:
     # Use this etcd instead of starting one (e.g. a shared or deliberately broken one).
     external_etcd_url: str | None = None
     extra_apiserver_flags: tuple[str, ...] = ()
+    # Address the API server listens on; nodes in network namespaces reach it through a route.
+    bind_address: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -92,7 +101,7 @@ class ControlPlaneSpec:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ConfigError(f"duplicate node names: {', '.join(dupes)}")
-        for value in {*names, *(n.zone for n in self.nodes)}:
+        for value in {*names, *(n.zone for n in self.nodes), *(n.host for n in self.nodes if n.host)}:
             if len(value) > 63 or not _DNS_LABEL.fullmatch(value):
                 raise ConfigError(f"node/zone name {value!r} is not a DNS label (lower-case letters, digits, '-')")
         for port in (self.apiserver_port, self.etcd_port):
@@ -144,8 +153,10 @@ class ControlPlane:
         pki: Pki,
         kubeconfig: Path,
         progress: Progress = _stderr_progress,
+        address: str = "127.0.0.1",
     ) -> None:
         self.workdir = workdir
+        self.address = address
         self.ports = ports
         self.nodes = nodes
         self.timings = timings
@@ -161,7 +172,7 @@ class ControlPlane:
 
     @property
     def apiserver_url(self) -> str:
-        return f"https://127.0.0.1:{self.ports['apiserver']}"
+        return f"https://{self.address}:{self.ports['apiserver']}"
 
     @property
     def zones(self) -> tuple[str, ...]:
@@ -186,8 +197,9 @@ class ControlPlane:
             "workdir": str(self.workdir),
             "kubeconfig": str(self.kubeconfig),
             "apiserver_url": self.apiserver_url,
+            "address": self.address,
             "ports": dict(self.ports),
-            "nodes": [{"name": n.name, "zone": n.zone} for n in self.nodes],
+            "nodes": [{"name": n.name, "zone": n.zone, "host": n.host, "netns": n.netns} for n in self.nodes],
             "timings": {k: getattr(self.timings, k) for k in self.timings.__dataclass_fields__},
             "pki": {k: str(getattr(self.pki, k)) for k in self.pki.__dataclass_fields__},
             "processes": [r.to_dict() for r in self.records.values()],
@@ -202,11 +214,12 @@ class ControlPlane:
             cp = cls(
                 workdir=Path(state["workdir"]),
                 ports={k: int(v) for k, v in state["ports"].items()},
-                nodes=tuple(NodeSpec(n["name"], n["zone"]) for n in state["nodes"]),
+                nodes=tuple(NodeSpec(n["name"], n["zone"], n.get("host"), n.get("netns")) for n in state["nodes"]),
                 timings=KubeTimings(**state["timings"]),
                 pki=Pki(**{k: Path(v) for k, v in state["pki"].items()}),
                 kubeconfig=Path(state["kubeconfig"]),
                 progress=progress,
+                address=state.get("address", "127.0.0.1"),
             )
             for d in state["processes"]:
                 record = ProcessRecord.from_dict(d)
@@ -278,30 +291,44 @@ class ControlPlane:
 
     # --- zones ----------------------------------------------------------------------------
 
-    def _kwok(self, zone: str) -> ProcessRecord:
-        self.nodes_in(zone)
-        record = self.records.get(f"kwok-{zone}")
-        if record is None or self.stopped:
-            raise EnvironmentStateError(f"zone {zone}'s kwok controller is not running (control plane stopped?)")
-        return record
+    def _kwoks(self, zone: str) -> list[ProcessRecord]:
+        names = self.nodes_in(zone)
+        records = [self.records.get(f"kwok-{n}") for n in names]
+        if self.stopped or any(r is None for r in records):
+            raise EnvironmentStateError(f"zone {zone}'s kwok controllers are not running (control plane stopped?)")
+        return [r for r in records if r is not None]
+
+    def _signal_zone(self, zone: str, sig: int) -> list[ProcessRecord]:
+        records = self._kwoks(zone)
+        dead = [r for r in records if not signal_group(r, sig)]
+        if dead:
+            raise EnvironmentStateError(
+                f"zone {zone}'s kwok(s) {', '.join(f'{r.name} (pid {r.pid})' for r in dead)} no longer run; logs "
+                + ", ".join(r.log for r in dead)
+            )
+        return records
 
     def silence_zone(self, zone: str) -> None:
-        """Freeze the zone's kwok (SIGSTOP): its nodes stop renewing leases, as with dead kubelets."""
-        record = self._kwok(zone)
-        if not signal_group(record, signal.SIGSTOP):
-            raise EnvironmentStateError(f"zone {zone}'s kwok (pid {record.pid}) is no longer running; log {record.log}")
+        """Freeze the zone's kwoks (SIGSTOP): its nodes stop renewing leases, as with dead kubelets."""
+        records = self._signal_zone(zone, signal.SIGSTOP)
         self.silenced.add(zone)
         self._save_state()
-        self.progress(f"zone {zone} silenced (kwok pid {record.pid} stopped): nodes {', '.join(self.nodes_in(zone))}")
+        self.progress(f"zone {zone} silenced ({len(records)} kwok(s) stopped): nodes {', '.join(self.nodes_in(zone))}")
 
     def restore_zone(self, zone: str) -> None:
-        """Resume the zone's kwok (SIGCONT); its nodes turn Ready again once leases renew."""
-        record = self._kwok(zone)
-        if not signal_group(record, signal.SIGCONT):
-            raise EnvironmentStateError(f"zone {zone}'s kwok (pid {record.pid}) is no longer running; log {record.log}")
+        """Resume the zone's kwoks (SIGCONT); its nodes turn Ready again once leases renew."""
+        self._signal_zone(zone, signal.SIGCONT)
         self.silenced.discard(zone)
         self._save_state()
-        self.progress(f"zone {zone} restored (kwok pid {record.pid} continued)")
+        self.progress(f"zone {zone} restored (kwoks continued)")
+
+    def restart_kwok(self, node: str) -> bool:
+        """Start the node's kwok again with its recorded command if it died (its node was killed)."""
+        record = self.records.get(f"kwok-{node}")
+        if record is None or self.stopped or record.alive():
+            return False
+        self._start(record.name, list(record.argv), env=_kwok_env(self.workdir / "kwok" / node))
+        return True
 
     # --- nodes ----------------------------------------------------------------------------
 
@@ -346,6 +373,7 @@ class ControlPlane:
                     "labels": {
                         ZONE_LABEL: node.zone,
                         HOSTNAME_LABEL: node.name,
+                        **({HOST_LABEL: node.host} if node.host else {}),
                         "kubernetes.io/os": "linux",
                         "kubernetes.io/arch": "amd64",
                         KWOK_NODE_LABEL[0]: KWOK_NODE_LABEL[1],
@@ -414,7 +442,7 @@ def start_control_plane(
     binaries: KubeBinaries | None = None,
     progress: Progress = _stderr_progress,
 ) -> ControlPlane:
-    """Start etcd, the API server, controller manager, scheduler and one kwok per zone; wait for Ready nodes.
+    """Start etcd, the API server, controller manager, scheduler and one kwok per node; wait for Ready nodes.
 
     On any failure everything already started is stopped before the error propagates.
     """
@@ -431,10 +459,10 @@ def start_control_plane(
     ports = _claim_ports(spec)
     # Every start is a fresh cluster: data from an earlier, stopped run would bring back its objects.
     shutil.rmtree(workdir / "etcd-data", ignore_errors=True)
-    pki = generate_pki(workdir / "pki")
-    server = f"https://127.0.0.1:{ports['apiserver']}"
+    pki = generate_pki(workdir / "pki", extra_ips=(spec.bind_address,))
+    server = f"https://{spec.bind_address}:{ports['apiserver']}"
     kubeconfig = write_kubeconfig(workdir / "kubeconfig", server, pki)
-    cp = ControlPlane(workdir, ports, spec.nodes, spec.timings, pki, kubeconfig, progress)
+    cp = ControlPlane(workdir, ports, spec.nodes, spec.timings, pki, kubeconfig, progress, spec.bind_address)
     started = time.monotonic()
     try:
         _start_all(cp, spec, binaries)
@@ -481,8 +509,8 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
         [
             str(bins.kube_apiserver),
             f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={spec.bind_address}",
+            f"--advertise-address={spec.bind_address}",
             f"--secure-port={ports['apiserver']}",
             f"--cert-dir={wd / 'certs' / 'apiserver'}",
             f"--tls-cert-file={cp.pki.apiserver_cert}",
@@ -534,33 +562,30 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
 
     cp._create_nodes()
     stages = kwok_stages(bins.kwok)
-    for index, zone in enumerate(cp.zones):
-        home = wd / "kwok" / zone
+    for index, node in enumerate(cp.nodes):
+        home = wd / "kwok" / node.name
         home.mkdir(parents=True, exist_ok=True)
         config = home / "kwok.yaml"
         config.write_text(stages)
-        cp._start(
-            f"kwok-{zone}",
-            [
-                str(bins.kwok),
-                f"--config={config}",
-                f"--kubeconfig={kubeconfig}",
-                f"--manage-nodes-with-label-selector={KWOK_NODE_LABEL[0]}={KWOK_NODE_LABEL[1]},{ZONE_LABEL}={zone}",
-                # Distinct pod IP ranges per zone, so pod IPs are unique cluster-wide.
-                f"--cidr=10.244.{index}.0/24",
-                f"--node-ip=10.250.{index}.1",
-                *t.kwok_flags(),
-            ],
-            # kwok also reads ~/.kwok/kwok.yaml; a private HOME keeps the user's config out.
-            env={**os.environ, "HOME": str(home)},
-        )
+        argv = [
+            str(bins.kwok),
+            f"--config={config}",
+            f"--kubeconfig={kubeconfig}",
+            f"--manage-single-node={node.name}",
+            # Distinct pod IP ranges per node, so simulated pod IPs are unique cluster-wide.
+            f"--cidr=10.244.{index}.0/24",
+            f"--node-ip=10.250.{index}.1",
+            *t.kwok_flags(),
+        ]
+        # Inside the node's namespace its heartbeats share the node's fate on the network.
+        cp._start(f"kwok-{node.name}", ["ip", "netns", "exec", node.netns, *argv] if node.netns else argv, env=_kwok_env(home))
     names = [n.name for n in cp.nodes]
 
     def nodes_check() -> str | None:
-        for zone in cp.zones:
-            code = cp._exited(f"kwok-{zone}")
+        for node in cp.nodes:
+            code = cp._exited(f"kwok-{node.name}")
             if code is not None:
-                raise cp._fail(f"kwok-{zone}", f"exited with code {code} while waiting for nodes")
+                raise cp._fail(f"kwok-{node.name}", f"exited with code {code} while waiting for nodes")
         try:
             ready = cp.node_readiness()
         except ApiError as exc:
@@ -570,6 +595,11 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
 
     cp._wait("kube-apiserver", f"{len(names)} nodes in {len(cp.zones)} zones Ready", nodes_check, t.nodes_ready_timeout_s)
     cp._save_state()
+
+
+def _kwok_env(home: Path) -> dict[str, str]:
+    # kwok also reads ~/.kwok/kwok.yaml; a private HOME keeps the user's config out.
+    return {**os.environ, "HOME": str(home)}
 
 
 # --- cleanup of an earlier run ----------------------------------------------------------------

@@ -101,7 +101,7 @@ def _sign(
     return builder.sign(issuer_key, hashes.SHA256())
 
 
-def generate_pki(directory: Path) -> Pki:
+def generate_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
     """CA, API server serving cert, service-account key pair and a system:masters client cert."""
     if _CRYPTOGRAPHY_MISSING is not None:
         raise PrerequisiteError(
@@ -128,7 +128,7 @@ def generate_pki(directory: Path) -> Pki:
         x509.DNSName(n)
         for n in ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
     ]
-    sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in ("127.0.0.1", _KUBERNETES_SERVICE_IP)]
+    sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in dict.fromkeys(("127.0.0.1", _KUBERNETES_SERVICE_IP, *extra_ips))]
     server = _sign(
         _name("kube-apiserver"), server_key.public_key(), ca_name, ca_key, usage=ExtendedKeyUsageOID.SERVER_AUTH, sans=sans
     )

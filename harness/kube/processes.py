@@ -73,7 +73,8 @@ class ProcessRecord:
 def spawn(name: str, argv: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
     """Start argv in its own session (so a harness crash or Ctrl-C does not take it down)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
+    # Appending: a restarted component (a node that came back) keeps its earlier log.
+    with open(log_path, "ab") as log:
         try:
             proc = subprocess.Popen(
                 list(argv),

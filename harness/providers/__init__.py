@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 PROVIDERS: dict[str, str] = {
     "local": "harness.providers.local.region:LocalRegion",
+    "cluster": "harness.providers.cluster:ClusterProvider",
+    "kind": "harness.providers.kind:KindProvider",
 }
 
 

@@ -1,11 +1,20 @@
-"""What every provider hands to faults, probes and steps."""
+"""What every provider hands to faults, probes and steps: an Environment, and what it can do.
+
+Faults, the fault runner, probes and `harness heal` talk to these protocols only; each
+provider (local, cluster, kind) implements the capabilities it has, and a fault that
+needs one the environment lacks says so through `available()`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harness.errors import ConfigError
+
+if TYPE_CHECKING:
+    from harness.config import Config
 
 
 @dataclass(frozen=True)
@@ -13,6 +22,7 @@ class Node:
     name: str
     zone: str
     address: str
+    host: str | None = None  # the physical host the node runs on (seed 004), when modelled
 
 
 @dataclass(frozen=True)
@@ -26,7 +36,29 @@ class Member:
     peer_url: str
 
 
+@dataclass(frozen=True)
+class KubeAccess:
+    """How to reach a Kubernetes cluster: a kubeconfig file and a context in it (None: its current one)."""
+
+    kubeconfig: Path
+    context: str | None = None
+
+
+@dataclass(frozen=True)
+class Seed:
+    """The cluster that hosts control planes, as the reference deployment needs it."""
+
+    kube: KubeAccess
+    storage_class: str | None  # None: the cluster's default StorageClass
+    # True when no provisioner exists and the harness must create zonal volumes itself.
+    static_volumes: bool = False
+
+
 class Environment(Protocol):
+    """A running environment: its topology, its fault ledger and its health."""
+
+    provider: str
+    config: Config
     zones: tuple[str, ...]
     nodes: tuple[Node, ...]
     members: tuple[Member, ...]
@@ -34,11 +66,56 @@ class Environment(Protocol):
     def zone(self, name: str) -> str: ...
     def node(self, name: str) -> Node: ...
     def member(self, name: str) -> Member: ...
+    def kube(self) -> KubeAccess | None: ...
+
+    def faults(self) -> list[dict[str, Any]]: ...
+    def record_fault(self, entry: dict[str, Any]) -> None: ...
+    def update_fault(self, fault_id: str, data: dict[str, Any]) -> None: ...
+    def forget_fault(self, fault_id: str) -> None: ...
+
+    def health(self) -> dict[str, Any]:
+        """A JSON-able snapshot of what health means here (for the timeline)."""
+
+    def wait_healthy(self, timeout: float | None = None) -> object: ...
+
+    def sweep(self) -> list[str]:
+        """Undo any fault effect left behind without a ledger entry (after a crash); says what it did."""
+
+
+@runtime_checkable
+class ZoneNetwork(Protocol):
+    """Environments that can cut a whole zone off the network and restore it."""
+
+    def cut_zone(self, zone: str) -> dict[str, Any]: ...
+    def restore_zone(self, zone: str, data: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class NodeFailures(Protocol):
+    """Environments that can fail single nodes; `node_failure_modes` says how (kill, freeze, link-down)."""
+
+    node_failure_modes: tuple[str, ...]
+
+    def fail_node(self, node: str, mode: str) -> dict[str, Any]: ...
+    def restore_node(self, node: str, data: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class MemberProcesses(Protocol):
+    """Environments whose etcd members are processes the harness can kill and start."""
+
+    def kill_member(self, member: str) -> None: ...
+    def start_member(self, member: str) -> int: ...
 
 
 class Provider(Protocol):
+    name: str
+
     def up(self) -> Environment: ...
-    def down(self) -> None: ...
+    def attach(self) -> Environment: ...
+    def down(self) -> list[str]: ...
+    def seed(self, env: Environment) -> Seed:
+        """The seed cluster of `env`, started first where the provider starts it (local)."""
 
 
 class Topology:
@@ -63,7 +140,21 @@ class Topology:
         for member in self.members:
             if member.name == name:
                 return member
-        raise ConfigError(f"unknown etcd member {name!r}; members: {', '.join(m.name for m in self.members)}")
+        raise ConfigError(f"unknown etcd member {name!r}; members: {', '.join(m.name for m in self.members) or 'none'}")
+
+    def hosts(self) -> dict[str, list[Node]]:
+        """Nodes per physical host (only nodes whose host is known)."""
+        out: dict[str, list[Node]] = {}
+        for n in self.nodes:
+            if n.host:
+                out.setdefault(n.host, []).append(n)
+        return out
+
+    def host(self, name: str) -> list[Node]:
+        hosts = self.hosts()
+        if name not in hosts:
+            raise ConfigError(f"unknown host {name!r}; hosts: {', '.join(hosts) or 'none (this environment models no hosts)'}")
+        return hosts[name]
 
     def members_in(self, zone: str) -> list[Member]:
         self.zone(zone)

@@ -73,3 +73,18 @@ def _(faults, timeline, outage: Outage, zone: str) -> Outage:
 @when(parsers.parse('node "{node}" comes back'), target_fixture="outage")
 def _(faults, timeline, outage: Outage, node: str) -> Outage:
     return _restore(faults, timeline, outage, [node])
+
+
+@when(parsers.parse('node "{node}" is drained'))
+def _(faults: FaultRunner, node: str) -> None:
+    faults.inject("node-drain", node)
+
+
+@when(parsers.parse('node "{node}" is cordoned'))
+def _(faults: FaultRunner, node: str) -> None:
+    faults.inject("node-cordon", node)
+
+
+@when(parsers.parse('host "{host}" goes down'))
+def _(faults: FaultRunner, host: str) -> None:
+    faults.inject("host-outage", host)

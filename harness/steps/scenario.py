@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.faults.runner import ActiveFault
+from harness.probes.placement import PodPlacement
+from harness.providers.base import Seed
+from harness.reference.render import ReferenceSpec
 
 
 @dataclass
@@ -21,3 +24,12 @@ class Outage:
     @property
     def zones(self) -> list[str]:
         return [f.target for f in self.faults]
+
+
+@dataclass
+class Shoot:
+    """A reference control plane a Given-step deployed, and where its pods were placed then."""
+
+    seed: Seed
+    spec: ReferenceSpec
+    placed: list[PodPlacement]

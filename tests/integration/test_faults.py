@@ -118,8 +118,41 @@ def test_harness_heal_after_a_crash_undoes_everything(region_env: LocalEnvironme
     region_env.signal_member("etcd-0", signal.SIGKILL)
     healed = cli("--name", "it", "heal", check=True)
     assert "healed zone-outage:zone-a" in healed.stdout and "link up on zone-a-2" in healed.stdout
-    assert "restarted etcd-0" in healed.stdout and "region healthy" in healed.stdout
+    assert "restarted etcd-0" in healed.stdout and "environment healthy" in healed.stdout
     assert fault_tables("it") == []
     fresh = region_env.__class__(region_env.config, region_env.state | {"faults": []})
     assert all(reachable(fresh, m.name, "zone-a") for m in fresh.members)
     assert "no fault was applied" in cli("--name", "it", "heal", check=True).stdout
+
+
+def test_host_outage_takes_every_node_of_the_host_and_heals() -> None:
+    from harness.config import with_region
+    from harness.providers.local.region import LocalRegion
+    from tests.integration.conftest import config_for
+
+    region = LocalRegion(with_region(config_for("ih"), nodes_per_zone=3, hosts_per_zone=2))
+    region.down()
+    env = region.up()
+    try:
+        assert {h: [n.name for n in nodes] for h, nodes in env.hosts().items() if h.startswith("zone-b")} == {
+            "zone-b-h1": ["zone-b-1", "zone-b-3"], "zone-b-h2": ["zone-b-2"]}
+        runner = FaultRunner(env, Timeline())
+        with pytest.raises(ConfigError, match="unknown host 'zone-b-h9'; hosts: zone-a-h1, zone-a-h2"):
+            runner.inject("host-outage", "zone-b-h9")
+        active = runner.inject("host-outage", "zone-b-h1")
+        assert set(active.data["nodes"]) == {"zone-b-1", "zone-b-3"}
+        assert not env.member_running("etcd-1") and not reachable(env, "etcd-1", "zone-a")
+        assert netns.netns_pids("ih-zone-b-1") == []
+        runner.heal()  # waits until every member is healthy and caught up
+        assert env.member_running("etcd-1") and reachable(env, "etcd-1", "zone-a")
+    finally:
+        region.down()
+
+
+def test_faults_an_environment_lacks_say_why(region_env: LocalEnvironment) -> None:
+    runner = FaultRunner(region_env, Timeline())
+    with pytest.raises(FaultError, match="host-outage is not available here: this environment models no hosts"):
+        runner.inject("host-outage", "zone-a-h1")
+    with pytest.raises(FaultError, match="node-drain is not available here: the local environment has no Kubernetes"):
+        runner.inject("node-drain", "zone-a-1")
+    assert region_env.state["faults"] == []

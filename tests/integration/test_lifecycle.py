@@ -6,7 +6,7 @@ import json
 import os
 
 from harness.providers.local.etcd import alive
-from harness.providers.local.state import state_path
+from harness.providers.state import state_path
 from tests.integration.conftest import cli, config_for, namespaces
 
 

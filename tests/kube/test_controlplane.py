@@ -98,7 +98,7 @@ def test_kubeconfig_and_nodes(cp: ControlPlane, core: k8s.CoreV1Api) -> None:
         ready = {c.type: c.status for c in node.status.conditions}["Ready"]
         assert ready == "True"
     state = cp.to_state()
-    assert {p["name"] for p in state["processes"]} >= {"etcd", "kube-apiserver", "kwok-zone-a", "kwok-zone-c"}
+    assert {p["name"] for p in state["processes"]} >= {"etcd", "kube-apiserver", "kwok-zone-a-1", "kwok-zone-c-2"}
 
 
 def test_statefulset_anti_affinity_one_pod_per_zone(

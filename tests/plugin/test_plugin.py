@@ -14,11 +14,9 @@ import pytest
 from harness.providers.local import netns
 from tests.integration.conftest import cli, fault_tables, namespaces
 
+# A project's own steps beside the harness's; the harness's come from its installed plugin.
 STEPS_CONFTEST = """
 from pytest_bdd import given, then
-from harness.steps import STEP_MODULES
-
-pytest_plugins = STEP_MODULES
 
 @given("nothing")
 def _():
@@ -37,6 +35,28 @@ def make_project(pytester: pytest.Pytester, feature: str, region: str) -> Path:
     cfg = pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n')
     pytester.makeini(f"[pytest]\naddopts = --strict-markers -p no:cacheprovider --region-name {region} --harness-config {cfg}\n")
     return pytester.path
+
+
+def test_a_bare_project_gets_every_step_from_the_installed_plugin(pytester: pytest.Pytester) -> None:
+    """A team's own repository: a .feature file and one line binding it; no conftest, no imports."""
+    pytester.makefile(".feature", scenario="""
+Feature: a team's own outage feature
+  @outage
+  Scenario: a follower zone goes down and comes back
+    Given a healthy region with 3 etcd members spread over 3 zones
+    And a zone without the etcd leader is the target zone
+    And write and read probes run every 10 ms from a client in another zone
+    When the target zone goes down for 1 s
+    And the target zone comes back
+    Then its member catches up within 10 s
+    And no acknowledged write is lost
+""")
+    pytester.makepyfile(test_features="from pytest_bdd import scenarios\nscenarios('scenario.feature')\n")
+    cfg = pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers", "--region-name", "pb",
+                                           "--harness-config", str(cfg), "-k", "outage")
+    result.assert_outcomes(passed=1)
+    assert namespaces("pb") == []
 
 
 def test_tags_are_registered_markers_and_k_outage_selects(pytester: pytest.Pytester) -> None:

@@ -11,7 +11,7 @@ from harness import judge
 from harness.config import EtcdSettings, RegionSpec
 from harness.errors import PrerequisiteError, WaitTimeout
 from harness.faults import get_fault
-from harness.faults.zone import outage_rules, remove_table
+from harness.providers.local.effects import outage_rules, remove_table
 from harness.providers.local.etcd import find_etcd, parse_version
 from harness.providers.local.region import Names, plan
 from harness.timeline import Timeline
@@ -44,7 +44,7 @@ def test_outage_rules_drop_only_traffic_crossing_the_subnet() -> None:
 
 
 def test_unknown_fault_kind() -> None:
-    with pytest.raises(Exception, match="unknown fault 'zone-blackout'; accepted: member-kill, node-freeze"):
+    with pytest.raises(Exception, match="unknown fault 'zone-blackout'; accepted: host-outage, member-kill, node-cordon, node-drain"):
         get_fault("zone-blackout")
 
 

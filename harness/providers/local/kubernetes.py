@@ -1,56 +1,191 @@
-"""The local Kubernetes control plane beside the region: one kwok node per region node."""
+"""The local seed: the Kubernetes control plane beside the region, one kwok node per region node.
+
+The control plane listens on one end of an "uplink" veth pair whose other end sits in the
+region's router, so it is outside every zone and reached from each zone through the router:
+each node's kwok runs inside the node's network namespace, and whatever cuts the node off
+the network (a zone outage, a node failure) also stops its heartbeats.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import ipaddress
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 from harness.config import Config
+from harness.errors import EnvironmentStateError
+from harness.providers.local import netns
 from harness.providers.local.region import LocalEnvironment
+from harness.wait import wait_for
+
+# Zonal volumes on the local seed: no provisioner, the scheduler binds pre-created zonal PVs.
+STORAGE_CLASS = "harness-zonal"
+# /30 per region: .1 in the harness's namespace (the API server), .2 in the router.
+UPLINK_POOL = ipaddress.ip_network("10.76.0.0/16")
+ROUTER_UPLINK = "uplink"
 
 
 def workdir(config: Config, region: str) -> Path:
     return config.state_dir / region / "kube"
 
 
-def start_for(env: LocalEnvironment) -> dict[str, Any]:
-    """Start the control plane with the region's nodes and zones; record it in the region state."""
-    from harness.kube import ControlPlaneSpec, NodeSpec, start_control_plane
+def context_name(region: str) -> str:
+    return f"ha-harness-{region}"
 
-    spec = ControlPlaneSpec(nodes=tuple(NodeSpec(n.name, n.zone) for n in env.nodes))
-    cp = start_control_plane(spec, workdir(env.config, env.spec.name))
-    record = {"workdir": str(cp.workdir), "kubeconfig": str(cp.kubeconfig), "apiserver": cp.apiserver_url}
+
+def _claim_uplink(config: Config) -> ipaddress.IPv4Network:
+    """The first /30 of the pool that no interface here uses (regions share this namespace)."""
+    used = netns.run(["ip", "-o", "-4", "addr", "show"], check=False)
+    for net in UPLINK_POOL.subnets(new_prefix=30):
+        if f" {net.network_address + 1}/" not in used and f" {net.network_address + 2}/" not in used:
+            return net  # type: ignore[return-value]
+    raise EnvironmentStateError(f"every /30 of {UPLINK_POOL} is in use by other regions; take some down")
+
+
+def _add_uplink(env: LocalEnvironment, net: ipaddress.IPv4Network) -> str:
+    n, t = env.names, env.config.timeouts.command
+    seed_ip, router_ip = net.network_address + 1, net.network_address + 2
+    netns.run(["ip", "link", "add", n.uplink, "type", "veth", "peer", "name", ROUTER_UPLINK, "netns", n.router], timeout=t)
+    netns.run(["ip", "addr", "add", f"{seed_ip}/30", "dev", n.uplink], timeout=t)
+    netns.run(["ip", "link", "set", n.uplink, "up"], timeout=t)
+    netns.run(["ip", "-n", n.router, "addr", "add", f"{router_ip}/30", "dev", ROUTER_UPLINK], timeout=t)
+    netns.run(["ip", "-n", n.router, "link", "set", ROUTER_UPLINK, "up"], timeout=t)
+    # Zones reach the seed as the router: no route back into the region is needed out here,
+    # and regions with the same zone subnets can run side by side. (Not a harness_* table:
+    # `harness heal` must not sweep it away.)
+    netns.nft(n.router, f"""add table ip region_uplink
+flush table ip region_uplink
+add chain ip region_uplink post {{ type nat hook postrouting priority 100; }}
+add rule ip region_uplink post oifname "{ROUTER_UPLINK}" masquerade
+""", t)
+    return str(seed_ip)
+
+
+def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str, Any]:
+    """Start the seed with the region's nodes, zones and hosts; record it in the region state.
+
+    With `merge_into`, its context is merged into that kubeconfig and made current."""
+    from harness.kube import ControlPlaneSpec, NodeSpec, start_control_plane
+    from harness.kube.cluster import api_errors, connect
+    from harness.kube import kubeconfig
+
+    if env.state.get("kubernetes"):
+        raise EnvironmentStateError(f"region {env.spec.name!r} already runs its Kubernetes control plane")
+    env.config.state_dir.mkdir(parents=True, exist_ok=True)
+    # Claiming a /30 is serialised on the state directory itself (no lock file to leave behind).
+    lock = os.open(env.config.state_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        net = _claim_uplink(env.config)
+        # Recorded before it exists; `down` deletes the router, and the veth pair with it.
+        env.update(lambda st: st.update(uplink=str(net)))
+        address = _add_uplink(env, net)
+    finally:
+        os.close(lock)
+    spec = ControlPlaneSpec(
+        nodes=tuple(NodeSpec(n.name, n.zone, n.host, env.names.node_ns(n.name)) for n in env.nodes),
+        bind_address=address,
+    )
+    try:
+        cp = start_control_plane(spec, workdir(env.config, env.spec.name))
+    except BaseException:
+        netns.run(["ip", "link", "del", env.names.uplink], check=False)
+        env.update(lambda st: st.pop("uplink", None))
+        raise
+    record: dict[str, Any] = {"workdir": str(cp.workdir), "kubeconfig": str(cp.kubeconfig), "apiserver": cp.apiserver_url}
     env.update(lambda st: st.update(kubernetes=record))
+    from kubernetes import client as k8s
+
+    with api_errors("creating the zonal StorageClass"):
+        k8s.StorageV1Api(connect(env.kube())).create_storage_class(k8s.V1StorageClass(  # type: ignore[arg-type]
+            metadata=k8s.V1ObjectMeta(name=STORAGE_CLASS),
+            provisioner="kubernetes.io/no-provisioner",
+            volume_binding_mode="WaitForFirstConsumer",
+            reclaim_policy="Retain",
+        ))
+    if merge_into is not None:
+        created = kubeconfig.merge(merge_into, cp.kubeconfig, context_name(env.spec.name))
+        record |= {"merged_into": str(merge_into), "merged_created_file": created, "context": context_name(env.spec.name)}
+        env.update(lambda st: st.update(kubernetes=record))
     return record
 
 
-def stop_for(config: Config, region: str) -> list[str]:
-    """Stop whatever control plane the region's work directory records (a crashed run's too)."""
-    wd = workdir(config, region)
-    if not (wd / "controlplane.json").exists():
-        return []
-    from harness.kube import load_state, stop_from_state
+def stop_for(config: Config, region: str, state: dict[str, Any] | None) -> list[str]:
+    """Stop whatever control plane the region's work directory records (a crashed run's too)
+    and take its context out of the kubeconfig it was merged into."""
+    from harness.kube import kubeconfig, load_state, stop_from_state
 
-    state = load_state(wd)
-    if state is None:
-        return []
-    stop_from_state(state)
-    (wd / "controlplane.json").unlink(missing_ok=True)
-    return [f"kubernetes control plane in {wd}"]
+    removed: list[str] = []
+    wd = workdir(config, region)
+    cp_state = load_state(wd) if (wd / "controlplane.json").exists() else None
+    if cp_state is not None:
+        stop_from_state(cp_state)
+        (wd / "controlplane.json").unlink(missing_ok=True)
+        removed.append(f"kubernetes control plane in {wd}")
+    record = (state or {}).get("kubernetes") or {}
+    if record.get("merged_into"):
+        target = Path(record["merged_into"])
+        if kubeconfig.remove(target, record["context"], delete_if_empty=record.get("merged_created_file", False)):
+            removed.append(f"context {record['context']} in {target}")
+    return removed
+
+
+def keep_logs(config: Config, region: str) -> Path | None:
+    """Copy the region's logs (members, control plane, kwoks) to the reports directory."""
+    root = config.state_dir / region
+    logs = [p for p in (root / "logs", workdir(config, region) / "logs") if p.is_dir()]
+    if not logs:
+        return None
+    dest = config.reports_dir / "logs" / region
+    shutil.rmtree(dest, ignore_errors=True)
+    for directory in logs:
+        shutil.copytree(directory, dest, dirs_exist_ok=True)
+    return dest
+
+
+def _control_plane(env: LocalEnvironment) -> Any:
+    from harness.kube import ControlPlane, load_state
+
+    record = env.state.get("kubernetes")
+    state = load_state(Path(record["workdir"])) if record else None
+    return ControlPlane.from_state(state) if state else None
 
 
 def restore_silenced(env: LocalEnvironment) -> list[str]:
-    """Resume every zone whose kwok was left frozen (a run that died mid-silence)."""
-    record = env.state.get("kubernetes")
-    if not record:
+    """Resume every zone whose kwoks were left frozen (a run that died mid-silence)."""
+    cp = _control_plane(env)
+    if cp is None:
         return []
-    from harness.kube import ControlPlane, load_state
-
-    state = load_state(Path(record["workdir"]))
-    if state is None:
-        return []
-    cp = ControlPlane.from_state(state)
     silenced = sorted(cp.silenced)
     for zone in silenced:
         cp.restore_zone(zone)
     return [f"restored kubernetes nodes of {zone}" for zone in silenced]
+
+
+def restart_node_agents(env: LocalEnvironment, node: str) -> bool:
+    cp = _control_plane(env)
+    return bool(cp and cp.restart_kwok(node))
+
+
+def sweep_cordons(env: LocalEnvironment) -> list[str]:
+    from harness.kube.cluster import sweep_cordons as sweep
+
+    access = env.kube()
+    return sweep(access) if access else []
+
+
+def wait_nodes_ready(env: LocalEnvironment, timeout: float) -> None:
+    """Every seed node Ready and untainted (after a fault, heartbeats take a lease period to resume)."""
+    cp = _control_plane(env)
+    if cp is None:
+        return
+    wanted = [n.name for n in env.nodes]
+
+    def not_ready() -> dict[str, str]:
+        ready = cp.node_readiness()
+        return {n: ready.get(n, "missing") for n in wanted if ready.get(n) != "True"}
+
+    wait_for(not_ready, lambda pending: not pending, "every seed node Ready", timeout, interval=0.25)

@@ -76,7 +76,7 @@ def entered(ns: str) -> Iterator[None]:
     Only this thread moves; sockets created inside stay bound to `ns` after leaving.
     """
     target = os.open(NETNS_DIR / ns, os.O_RDONLY)
-    home = os.open(f"/proc/thread-self/ns/net", os.O_RDONLY)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:
         if _libc.setns(target, CLONE_NEWNET) != 0:
             err = ctypes.get_errno()

@@ -1,6 +1,7 @@
 """The local region provider: a router namespace, one bridge and subnet per zone, node
 namespaces attached to their zone, client namespaces (one per zone) for the harness,
-and real etcd members running inside node namespaces."""
+and real etcd members running inside node namespaces. With the local seed (harness/kube)
+the region's nodes are also Kubernetes nodes, each kept alive from inside its namespace."""
 
 from __future__ import annotations
 
@@ -10,18 +11,17 @@ import signal
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harness.config import Config, RegionSpec
 from harness.errors import EnvironmentStateError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
-from harness.providers.base import Member, Node, Topology
+from harness.providers.base import KubeAccess, Member, Node, Seed, Topology
+from harness.providers.local import effects
 from harness.providers.local import etcd as etcdproc
 from harness.providers.local import netns
-from harness.providers.local.state import read_state, state_path, update_state, write_state
+from harness.providers.state import StateBacked, read_state, state_path, write_state
 from harness.wait import wait_for
-
-FAULT_TABLE_PREFIX = "harness_"
 
 
 class Names:
@@ -56,6 +56,17 @@ class Names:
     def client_address(self, zone: str) -> str:
         return f"{self.spec.subnet_prefix}.{self.spec.zones.index(zone) + 1}.250"
 
+    def host(self, zone: str, index: int) -> str | None:
+        """The physical host of the zone's node `index` (round-robin), when hosts are modelled."""
+        if self.spec.hosts_per_zone is None:
+            return None
+        return f"{zone}-h{index % self.spec.hosts_per_zone + 1}"
+
+    @property
+    def uplink(self) -> str:
+        """The veth end in the harness's own namespace that reaches the router (the seed's side)."""
+        return f"{self.prefix}-up"
+
     def owns(self, ns: str) -> bool:
         return ns.startswith(f"{self.prefix}-")
 
@@ -63,7 +74,7 @@ class Names:
 def plan(spec: RegionSpec) -> tuple[tuple[Node, ...], tuple[Member, ...]]:
     names = Names(spec)
     nodes = tuple(
-        Node(name=f"{zone}-{i + 1}", zone=zone, address=names.node_address(zone, i))
+        Node(name=f"{zone}-{i + 1}", zone=zone, address=names.node_address(zone, i), host=names.host(zone, i))
         for zone in spec.zones
         for i in range(spec.nodes_per_zone)
     )
@@ -84,8 +95,11 @@ def plan(spec: RegionSpec) -> tuple[tuple[Node, ...], tuple[Member, ...]]:
     return nodes, tuple(members)
 
 
-class LocalEnvironment(Topology):
+class LocalEnvironment(StateBacked, Topology):
     """A running local region, as recorded in its state file."""
+
+    provider = "local"
+    node_failure_modes = effects.NODE_FAILURE_MODES
 
     def __init__(self, config: Config, state: dict[str, Any]) -> None:
         self.config = config
@@ -131,7 +145,8 @@ class LocalEnvironment(Topology):
         self, timeout: float | None = None, members: list[str] | None = None, max_lag: int = 20
     ) -> dict[str, Status | str]:
         """Wait until the named members (default all) answer, agree on one leader, and have each
-        applied the log to within `max_lag` entries of the most advanced one (caught up)."""
+        applied the log to within `max_lag` entries of the most advanced one (caught up); with
+        the local seed running and no member named, also until every seed node is Ready."""
         wanted = members or [m.name for m in self.members]
 
         def healthy(st: dict[str, Status | str]) -> bool:
@@ -142,12 +157,17 @@ class LocalEnvironment(Topology):
             leaders = {s.leader for s in ok}  # type: ignore[union-attr]
             return len(leaders) == 1 and 0 not in leaders and max(applied) - min(applied) <= max_lag
 
-        return wait_for(
+        statuses = wait_for(
             self.status,
             healthy,
             f"etcd members {', '.join(wanted)} healthy, caught up, with one leader",
             timeout or self.config.timeouts.member_ready,
         )
+        if members is None and self.refresh().get("kubernetes"):
+            from harness.providers.local.kubernetes import wait_nodes_ready
+
+            wait_nodes_ready(self, timeout or self.config.timeouts.member_ready)
+        return statuses
 
     # -- member processes -------------------------------------------------
     def member_pid(self, member: str) -> int | None:
@@ -156,6 +176,9 @@ class LocalEnvironment(Topology):
     def member_running(self, member: str) -> bool:
         pid = self.member_pid(member)
         return pid is not None and etcdproc.alive(pid)
+
+    def kill_member(self, member: str) -> None:
+        self.signal_member(member, signal.SIGKILL)
 
     def signal_member(self, member: str, sig: signal.Signals) -> None:
         pid = self.member_pid(member)
@@ -174,29 +197,38 @@ class LocalEnvironment(Topology):
         self.update(lambda st: st["members"][member].update(pid=pid))
         return pid
 
-    # -- fault ledger -----------------------------------------------------
-    def record_fault(self, entry: dict[str, Any]) -> None:
-        self.update(lambda st: st.setdefault("faults", []).append(entry))
+    # -- faults (the ledger is StateBacked's) -------------------------------
+    def cut_zone(self, zone: str) -> dict[str, Any]:
+        return effects.cut_zone(self, zone)
 
-    def update_fault(self, fault_id: str, data: dict[str, Any]) -> None:
-        def change(st: dict[str, Any]) -> None:
-            for entry in st.get("faults", []):
-                if entry["id"] == fault_id:
-                    entry["data"] = data
+    def restore_zone(self, zone: str, data: dict[str, Any]) -> None:
+        effects.restore_zone(self, zone, data)
 
-        self.update(change)
+    def fail_node(self, node: str, mode: str) -> dict[str, Any]:
+        return effects.fail_node(self, node, mode)
 
-    def forget_fault(self, fault_id: str) -> None:
-        self.update(lambda st: st.update(faults=[f for f in st.get("faults", []) if f["id"] != fault_id]))
+    def restore_node(self, node: str, data: dict[str, Any]) -> None:
+        effects.restore_node(self, node, data)
 
-    def refresh(self) -> dict[str, Any]:
-        """Re-read the state file (another process may have injected or healed faults)."""
-        self.state = read_state(self.path) or self.state
-        return self.state
+    def sweep(self) -> list[str]:
+        from harness.providers.local.kubernetes import restore_silenced, sweep_cordons
 
-    def update(self, change: Callable[[dict[str, Any]], None]) -> None:
-        """Change the state file under its lock and keep the result."""
-        self.state = update_state(self.path, change)
+        return effects.sweep(self) + restore_silenced(self) + sweep_cordons(self)
+
+    def health(self) -> dict[str, Any]:
+        return {name: (s if isinstance(s, str) else {"leader": s.leader, "term": s.raft_term, "rev": s.revision})
+                for name, s in self.status().items()}
+
+    # -- the local seed ---------------------------------------------------
+    def kube(self) -> KubeAccess | None:
+        record = self.state.get("kubernetes")
+        return KubeAccess(Path(record["kubeconfig"])) if record else None
+
+    def restart_node_agents(self, node: str) -> bool:
+        """Start the node's kubelet stand-in again if the node's failure killed it; True if it did."""
+        from harness.providers.local.kubernetes import restart_node_agents
+
+        return restart_node_agents(self, node)
 
     def _faults_on(self, zone: str) -> list[str]:
         """Active faults on the zone itself or on one of its nodes or members."""
@@ -219,15 +251,17 @@ class LocalEnvironment(Topology):
             row["running"] = self.member_running(m.name)
             members.append(row)
         return {
+            "provider": self.provider,
             "region": self.spec.name,
             "layout": self.spec.layout,
             "etcd": self.state["etcd"],
             "zones": [{"name": z, "subnet": self.names.subnet(z), "faults": self._faults_on(z)} for z in self.zones],
-            "nodes": [{"name": n.name, "zone": n.zone, "address": n.address} for n in self.nodes],
+            "nodes": [{"name": n.name, "zone": n.zone, "address": n.address, "host": n.host} for n in self.nodes],
             "members": members,
             "leader": leader,
             "active_faults": [f["id"] for f in self.state.get("faults", [])],
             "kubernetes": self.state.get("kubernetes"),
+            "references": self.state.get("references", []),
         }
 
 
@@ -239,6 +273,8 @@ def _reap(pid: int, timeout: float) -> None:
 
 class LocalRegion:
     """Provider: `up()` builds the region, `down()` removes everything (idempotent)."""
+
+    name = "local"
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -266,6 +302,17 @@ class LocalRegion:
         if state is None:
             raise EnvironmentStateError(f"region {self.spec.name!r} is not up (no state file {self.path}); run `harness up`")
         return LocalEnvironment(self.config, state)
+
+    def seed(self, env: Any) -> Seed:
+        """The local seed: the Kubernetes control plane beside the region, started on first use."""
+        from harness.providers.local.kubernetes import STORAGE_CLASS, start_for
+
+        assert isinstance(env, LocalEnvironment)
+        if env.refresh().get("kubernetes") is None:
+            start_for(env)
+        access = env.kube()
+        assert access is not None
+        return Seed(access, STORAGE_CLASS, static_volumes=True)
 
     def up(self) -> LocalEnvironment:
         binary = self.check_prerequisites()
@@ -365,10 +412,10 @@ class LocalRegion:
         Works from the state file, and also from namespace names alone when the state file is gone.
         Returns what it removed.
         """
-        from harness.providers.local.kubernetes import stop_for
+        from harness.providers.local.kubernetes import keep_logs, stop_for
 
-        removed: list[str] = stop_for(self.config, self.spec.name)
         state = read_state(self.path)
+        removed: list[str] = stop_for(self.config, self.spec.name, state)
         names = set(state.get("namespaces", []) if state else []) | {ns for ns in netns.list_netns() if self.names.owns(ns)}
         pids: set[int] = set()
         if state:
@@ -384,6 +431,13 @@ class LocalRegion:
             # Deleting a namespace drops its interfaces and its nftables tables with it.
             netns.run(["ip", "netns", "del", ns], check=False, timeout=self.config.timeouts.command)
             removed.append(f"netns {ns}")
+        # The uplink's peer was in the router and went with it; a half-made one may not have.
+        netns.run(["ip", "link", "del", self.names.uplink], check=False, timeout=self.config.timeouts.command)
+        kept = keep_logs(self.config, self.spec.name)
+        work = self.config.state_dir / self.spec.name
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+            removed.append(f"work directory {work}" + (f" (logs kept in {kept})" if kept else ""))
         data = Path(state["data_dir"]) if state else self.config.data_dir / self.spec.name
         if data.exists():
             shutil.rmtree(data, ignore_errors=True)

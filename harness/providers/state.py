@@ -51,3 +51,40 @@ def update_state(path: Path, change: Callable[[dict[str, Any]], None]) -> dict[s
         change(state)
         write_state(path, state)
         return state
+
+
+class StateBacked:
+    """An environment whose record, the fault ledger included, lives in a JSON state file.
+
+    Every change goes through `update` (read-modify-write under the file's lock), so a
+    `harness fault` in one process and a test in another never overwrite each other.
+    """
+
+    path: Path
+    state: dict[str, Any]
+
+    def refresh(self) -> dict[str, Any]:
+        """Re-read the state file (another process may have injected or healed faults)."""
+        self.state = read_state(self.path) or self.state
+        return self.state
+
+    def update(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Change the state file under its lock and keep the result."""
+        self.state = update_state(self.path, change)
+
+    def faults(self) -> list[dict[str, Any]]:
+        return list(self.refresh().get("faults", []))
+
+    def record_fault(self, entry: dict[str, Any]) -> None:
+        self.update(lambda st: st.setdefault("faults", []).append(entry))
+
+    def update_fault(self, fault_id: str, data: dict[str, Any]) -> None:
+        def change(st: dict[str, Any]) -> None:
+            for entry in st.get("faults", []):
+                if entry["id"] == fault_id:
+                    entry["data"] = data
+
+        self.update(change)
+
+    def forget_fault(self, fault_id: str) -> None:
+        self.update(lambda st: st.update(faults=[f for f in st.get("faults", []) if f["id"] != fault_id]))

@@ -1,0 +1,92 @@
+"""Faults through the Kubernetes API of the environment's cluster: pod deletion, node cordon
+and drain. They work wherever the environment has a cluster (local seed, existing cluster, kind)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from harness.errors import ConfigError
+from harness.kube import cluster
+from harness.providers.base import Environment
+
+
+def _no_cluster(env: Environment) -> str | None:
+    if env.kube() is None:
+        return f"the {env.provider} environment has no Kubernetes cluster running (locally: harness up --kubernetes)"
+    return None
+
+
+class PodDelete:
+    """Delete one pod, as a crashed or evicted replica; its controller makes a new one.
+
+    Nothing stays applied, so heal has nothing to undo."""
+
+    kind: ClassVar[str] = "pod-delete"
+
+    def available(self, env: Environment) -> str | None:
+        return _no_cluster(env)
+
+    def validate(self, env: Environment, target: str) -> str:
+        namespace, _, name = target.partition("/")
+        if not namespace or not name:
+            raise ConfigError(f"pod-delete needs NAMESPACE/POD, got {target!r}")
+        from kubernetes import client as k8s
+
+        with cluster.api_errors(f"looking up pod {target}"):
+            try:
+                k8s.CoreV1Api(cluster.connect(env.kube())).read_namespaced_pod(name, namespace)  # type: ignore[arg-type]
+            except k8s.ApiException as e:
+                if e.status == 404:
+                    raise ConfigError(f"no pod {name!r} in namespace {namespace!r}") from None
+                raise
+        return target
+
+    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+        namespace, _, name = target.partition("/")
+        cluster.delete_pod(cluster.connect(env.kube()), namespace, name)
+        return {}
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        pass
+
+
+class NodeCordon:
+    """Mark a node unschedulable (and, with drain, evict its pods through the Eviction API,
+    so PodDisruptionBudgets decide what may leave)."""
+
+    kind: ClassVar[str] = "node-cordon"
+
+    def __init__(self, drain: bool = False) -> None:
+        self.drain = drain
+
+    def available(self, env: Environment) -> str | None:
+        return _no_cluster(env)
+
+    def validate(self, env: Environment, target: str) -> str:
+        names = [n.name for n in cluster.node_views(cluster.connect(env.kube()))]
+        if target not in names:
+            raise ConfigError(f"unknown node {target!r}; the cluster's nodes: {', '.join(names)}")
+        return target
+
+    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+        api = cluster.connect(env.kube())
+        cluster.set_cordon(api, target, True)
+        if not self.drain:
+            return {}
+        pending = [(p.metadata.namespace, p.metadata.name) for p in cluster.pods_on(api, target)
+                   if not any(o.kind == "DaemonSet" for o in (p.metadata.owner_references or []))]
+        evicted: list[str] = []
+        deadline = time.monotonic() + env.config.timeouts.drain
+        while pending and time.monotonic() < deadline:
+            still = [(ns, name) for ns, name in pending if not cluster.evict(api, ns, name)]
+            evicted += [f"{ns}/{name}" for ns, name in pending if (ns, name) not in still]
+            pending = still
+            if pending:
+                time.sleep(0.5)
+        # What a PodDisruptionBudget kept is an observation, not a failure of the fault.
+        return {"evicted": evicted, "blocked_by_pdb": [f"{ns}/{name}" for ns, name in pending]}
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        if env.kube() is not None:
+            cluster.set_cordon(cluster.connect(env.kube()), target, False)

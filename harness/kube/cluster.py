@@ -1,0 +1,138 @@
+"""Operations on any Kubernetes cluster through the official Python client: nodes, cordon,
+eviction, pod deletion. Used for the local seed, an existing cluster and kind alike;
+client errors are wrapped into HarnessErrors here, at the boundary."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from harness.errors import ConfigError, HarnessError
+from harness.kube.controlplane import HOST_LABEL, LIFECYCLE_TAINTS, ZONE_LABEL
+from harness.providers.base import KubeAccess
+
+# Nodes the harness cordoned carry this annotation, so `harness heal` finds them after a crash.
+CORDONED_BY = "ha-harness/cordoned"
+
+
+class KubeApiError(HarnessError):
+    """A Kubernetes API call failed; `status` is the HTTP status, or None if there was no answer."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@contextmanager
+def api_errors(what: str) -> Iterator[None]:
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        yield
+    except ApiException as e:
+        reason = e.reason
+        try:
+            import json
+
+            reason = json.loads(e.body or "{}").get("message") or reason
+        except ValueError:
+            pass
+        raise KubeApiError(f"{what}: HTTP {e.status}: {reason}", e.status) from None
+    except (HTTPError, OSError) as e:
+        raise KubeApiError(f"{what}: {type(e).__name__}: {e}") from None
+
+
+def connect(access: KubeAccess) -> Any:
+    """A kubernetes.client.ApiClient for the kubeconfig and context given."""
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
+    if not access.kubeconfig.exists():
+        raise ConfigError(f"kubeconfig {access.kubeconfig} does not exist; pass --kubeconfig PATH or set KUBECONFIG")
+    try:
+        return k8s_config.new_client_from_config(config_file=str(access.kubeconfig), context=access.context)
+    except ConfigException as e:
+        raise ConfigError(f"cannot use kubeconfig {access.kubeconfig} (context {access.context or 'current'}): {e}") from None
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    zone: str | None
+    host: str | None
+    ready: bool  # Ready condition True and no lifecycle taint left
+    unschedulable: bool
+    taints: tuple[str, ...]
+
+
+def node_views(api: Any) -> list[NodeView]:
+    from kubernetes import client as k8s
+
+    with api_errors("listing nodes"):
+        items = k8s.CoreV1Api(api).list_node().items
+    out = []
+    for n in items:
+        labels = n.metadata.labels or {}
+        conds = {c.type: c.status for c in (n.status.conditions or [])}
+        taints = tuple(f"{t.key}:{t.effect}" for t in (n.spec.taints or []))
+        tainted = any(t.split(":")[0] in LIFECYCLE_TAINTS for t in taints)
+        out.append(NodeView(n.metadata.name, labels.get(ZONE_LABEL), labels.get(HOST_LABEL),
+                            conds.get("Ready") == "True" and not tainted, bool(n.spec.unschedulable), taints))
+    return out
+
+
+def set_cordon(api: Any, node: str, cordoned: bool) -> None:
+    from kubernetes import client as k8s
+
+    body = {"spec": {"unschedulable": cordoned or None},
+            "metadata": {"annotations": {CORDONED_BY: "true" if cordoned else None}}}
+    with api_errors(f"{'cordoning' if cordoned else 'uncordoning'} node {node}"):
+        k8s.CoreV1Api(api).patch_node(node, body)
+
+
+def pods_on(api: Any, node: str) -> list[Any]:
+    from kubernetes import client as k8s
+
+    with api_errors(f"listing pods on {node}"):
+        return k8s.CoreV1Api(api).list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+
+
+def evict(api: Any, namespace: str, name: str) -> bool:
+    """Ask for an eviction; False when a PodDisruptionBudget refuses it (HTTP 429)."""
+    from kubernetes import client as k8s
+
+    body = k8s.V1Eviction(metadata=k8s.V1ObjectMeta(name=name, namespace=namespace))
+    try:
+        with api_errors(f"evicting {namespace}/{name}"):
+            k8s.CoreV1Api(api).create_namespaced_pod_eviction(name, namespace, body)
+    except KubeApiError as e:
+        if e.status == 429:
+            return False
+        if e.status == 404:
+            return True
+        raise
+    return True
+
+
+def delete_pod(api: Any, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+    from kubernetes import client as k8s
+
+    with api_errors(f"deleting pod {namespace}/{name}"):
+        k8s.CoreV1Api(api).delete_namespaced_pod(name, namespace, grace_period_seconds=grace_seconds)
+
+
+def sweep_cordons(access: KubeAccess) -> list[str]:
+    """Uncordon every node the harness cordoned (after a crash)."""
+    from kubernetes import client as k8s
+
+    api = connect(access)
+    with api_errors("listing nodes"):
+        items = k8s.CoreV1Api(api).list_node().items
+    done = []
+    for n in items:
+        if (n.metadata.annotations or {}).get(CORDONED_BY):
+            set_cordon(api, n.metadata.name, False)
+            done.append(f"uncordoned {n.metadata.name}")
+    return done

@@ -1,0 +1,109 @@
+"""Where the scheduler put the pods of a namespace: per pod its node, zone, host and phase, or
+why it is Pending; PodDisruptionBudget status. Observations only; judging is elsewhere."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from harness.kube import cluster
+from harness.reference.components import component_of
+
+
+@dataclass(frozen=True)
+class PodPlacement:
+    name: str
+    component: str | None
+    phase: str  # Running, Pending, ... as `kubectl get pods` would say it
+    ready: bool
+    node: str | None
+    zone: str | None
+    host: str | None
+    reason: str | None  # the scheduler's message while unschedulable
+    deleting: bool
+    labels: dict[str, str]
+
+    def domain(self, key: str) -> str | None:
+        """The pod's topology domain: "zone", "node", "host", or any node label of its node."""
+        return {"zone": self.zone, "node": self.node, "host": self.host}.get(key, self.labels.get(f"node:{key}"))
+
+
+def observe(api: Any, namespace: str) -> list[PodPlacement]:
+    from kubernetes import client as k8s
+
+    core = k8s.CoreV1Api(api)
+    with cluster.api_errors(f"listing pods in {namespace}"):
+        pods = core.list_namespaced_pod(namespace).items
+        nodes = {n.metadata.name: n.metadata.labels or {} for n in core.list_node().items}
+    out = []
+    for p in sorted(pods, key=lambda p: p.metadata.name):
+        node = p.spec.node_name
+        node_labels = nodes.get(node or "", {})
+        scheduled = next((c for c in p.status.conditions or [] if c.type == "PodScheduled"), None)
+        reason = scheduled.message if scheduled is not None and scheduled.status == "False" else None
+        ready = any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+        labels = dict(p.metadata.labels or {}) | {f"node:{k}": v for k, v in node_labels.items()}
+        out.append(PodPlacement(
+            name=p.metadata.name,
+            component=component_of(p.metadata.labels or {}),
+            phase="Terminating" if p.metadata.deletion_timestamp else (p.status.phase or "Unknown"),
+            ready=ready,
+            node=node,
+            zone=node_labels.get(cluster.ZONE_LABEL),
+            host=node_labels.get(cluster.HOST_LABEL),
+            reason=reason,
+            deleting=p.metadata.deletion_timestamp is not None,
+            labels=labels,
+        ))
+    return out
+
+
+def of(pods: Iterable[PodPlacement], component: str) -> list[PodPlacement]:
+    return [p for p in pods if p.component == component and not p.deleting]
+
+
+def per_domain(pods: Iterable[PodPlacement], key: str) -> Counter[str]:
+    """Placed pods per topology domain (zone, node, host or a node label)."""
+    return Counter(d for p in pods if p.node and (d := p.domain(key)) is not None)
+
+
+def max_skew(counts: Counter[str], domains: Iterable[str]) -> int:
+    """The largest difference in pods between two eligible domains (empty domains count as 0)."""
+    values = [counts.get(d, 0) for d in domains]
+    return max(values) - min(values) if values else 0
+
+
+def pending(pods: Iterable[PodPlacement]) -> list[PodPlacement]:
+    return [p for p in pods if p.node is None and not p.deleting]
+
+
+def disruption_budgets(api: Any, namespace: str) -> dict[str, dict[str, int]]:
+    """Per PodDisruptionBudget: current and desired healthy pods, and disruptions allowed now."""
+    from kubernetes import client as k8s
+
+    with cluster.api_errors(f"listing PodDisruptionBudgets in {namespace}"):
+        items = k8s.PolicyV1Api(api).list_namespaced_pod_disruption_budget(namespace).items
+    return {
+        b.metadata.name: {
+            "current_healthy": b.status.current_healthy or 0,
+            "desired_healthy": b.status.desired_healthy or 0,
+            "disruptions_allowed": b.status.disruptions_allowed or 0,
+            "expected_pods": b.status.expected_pods or 0,
+        }
+        for b in items
+        if b.status is not None
+    }
+
+
+def table(pods: Iterable[PodPlacement]) -> str:
+    """Pods by component, zone, node and phase, as a person reads `kubectl get pods -o wide`."""
+    pods = list(pods)
+    rows = [("COMPONENT", "POD", "ZONE", "NODE", "HOST", "PHASE", "READY")]
+    for p in sorted(pods, key=lambda p: (p.component or "~", p.name)):
+        rows.append((p.component or "-", p.name, p.zone or "-", p.node or "-", p.host or "-", p.phase,
+                     "yes" if p.ready else "no"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    reasons = [f"  {p.name}: {p.reason}" for p in pods if p.reason]
+    return "\n".join(lines + (["Pending because:", *reasons] if reasons else []))

@@ -1,0 +1,161 @@
+"""Apply the rendered reference control plane to a seed, wait for the scheduler, remove it again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.kube import cluster
+from harness.probes import placement
+from harness.probes.placement import PodPlacement
+from harness.providers.base import Seed
+from harness.reference.components import COMPONENTS, ETCDS
+from harness.reference.render import ETCD_VOLUME_SIZE, ReferenceSpec, render, replicas
+from harness.wait import wait_for
+
+FIELD_MANAGER = "ha-harness"
+POOL_LABEL = "ha-harness/volume-pool"
+
+
+def apply(api: Any, objects: list[dict[str, Any]]) -> None:
+    """Server-side apply, as `kubectl apply --server-side` does: idempotent, re-runnable."""
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    dyn = DynamicClient(api)
+    for obj in objects:
+        meta = obj["metadata"]
+        what = f"applying {obj['kind']} {meta.get('namespace', '')}/{meta['name']}".replace(" /", " ")
+        try:
+            resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        except ResourceNotFoundError:
+            raise ConfigError(f"{what}: the cluster does not serve {obj['apiVersion']} {obj['kind']}") from None
+        with cluster.api_errors(what):
+            resource.server_side_apply(body=obj, name=meta["name"], namespace=meta.get("namespace"),
+                                       field_manager=FIELD_MANAGER, force_conflicts=True)
+
+
+def volume_pool(spec: ReferenceSpec) -> list[dict[str, Any]]:
+    """Zonal PersistentVolumes for a seed without a provisioner: in every zone of the control
+    plane, one for every etcd member (of both clusters), so the scheduler (not the harness)
+    picks the zone and the volume it binds keeps the member there."""
+    volumes = []
+    per_zone = sum(replicas(spec, COMPONENTS[name]) for name in ETCDS)
+    for zone in spec.zones:
+        for i in range(per_zone):
+            pv = f"{spec.namespace}-{zone}-{i}"
+            volumes.append({
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": pv, "labels": {POOL_LABEL: spec.namespace}},
+                "spec": {
+                    "capacity": {"storage": ETCD_VOLUME_SIZE},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": spec.storage_class,
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "hostPath": {"path": f"/var/lib/ha-harness/volumes/{pv}"},
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": cluster.ZONE_LABEL, "operator": "In", "values": [zone]}]}]}},
+                },
+            })
+    return volumes
+
+
+def settled(spec: ReferenceSpec, pods: list[PodPlacement]) -> str | None:
+    """None once every replica exists and is Running or held Pending by the scheduler; else what is not."""
+    waiting = []
+    for c in COMPONENTS.values():
+        mine = placement.of(pods, c.name)
+        if len(mine) != replicas(spec, c):
+            waiting.append(f"{c.name}: {len(mine)} of {replicas(spec, c)} pods")
+        waiting += [f"{p.name} {p.phase}{', not ready' if p.phase == 'Running' else ''}" for p in mine
+                    if not (p.phase == "Running" and p.ready) and not (p.node is None and p.reason)]
+    return "; ".join(waiting) or None
+
+
+def deploy(seed: Seed, spec: ReferenceSpec, timeout: float) -> list[PodPlacement]:
+    """Apply the reference to the seed and wait until the scheduler has placed every pod it can."""
+    api = cluster.connect(seed.kube)
+    objects = render(spec)
+    await_namespace_gone(api, spec.namespace, timeout)
+    apply(api, objects[:1])
+    if seed.static_volumes:
+        apply(api, volume_pool(spec))
+    apply(api, objects[1:])
+    observed = wait_for(
+        lambda: (pods := placement.observe(api, spec.namespace), settled(spec, pods)),
+        lambda seen: seen[1] is None,
+        f"the reference control plane in {spec.namespace} to be placed (Running, or Pending for the scheduler)",
+        timeout,
+        interval=0.25,
+    )
+    return observed[0]
+
+
+def _ignore_missing(call: Any, *args: Any, **kwargs: Any) -> None:
+    from kubernetes import client as k8s
+
+    try:
+        call(*args, **kwargs)
+    except k8s.ApiException as e:
+        if e.status != 404:
+            raise
+
+
+def undeploy(seed: Seed, namespace: str, timeout: float, wait_namespace: bool = True) -> list[str]:
+    """Delete the reference in `namespace` and the volumes its members used.
+
+    Workloads, pods (at once) and claims are deleted before the namespace: the namespace
+    controller alone takes many seconds over it. The volumes are gone on return; the
+    namespace too with `wait_namespace` (a later deploy into the same name waits for it).
+    """
+    from kubernetes import client as k8s
+
+    api = cluster.connect(seed.kube)
+    core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
+    with cluster.api_errors(f"deleting namespace {namespace}"):
+        names = [ns.metadata.name for ns in core.list_namespace().items]
+        if namespace in names:
+            _ignore_missing(apps.delete_collection_namespaced_stateful_set, namespace)
+            _ignore_missing(apps.delete_collection_namespaced_deployment, namespace)
+            _ignore_missing(core.delete_collection_namespaced_pod, namespace, grace_period_seconds=0)
+            _ignore_missing(core.delete_collection_namespaced_persistent_volume_claim, namespace)
+            _ignore_missing(core.delete_namespace, namespace)
+
+    def leftovers() -> list[str]:
+        with cluster.api_errors(f"cleaning up after {namespace}"):
+            pvs = core.list_persistent_volume().items
+            left = [f"pod {p.metadata.name}" for p in core.list_namespaced_pod(namespace).items]
+            left += [f"claim {c.metadata.name}" for c in core.list_namespaced_persistent_volume_claim(namespace).items]
+            for pv in pvs:
+                claimed = pv.spec.claim_ref is not None and pv.spec.claim_ref.namespace == namespace
+                pooled = (pv.metadata.labels or {}).get(POOL_LABEL) == namespace and pv.status.phase != "Bound"
+                if (claimed and pv.status.phase != "Bound") or pooled:
+                    _ignore_missing(core.delete_persistent_volume, pv.metadata.name)
+                if claimed or pooled:
+                    left.append(f"volume {pv.metadata.name}")
+            if wait_namespace and namespace in [ns.metadata.name for ns in core.list_namespace().items]:
+                left.append(f"namespace {namespace}")
+        return left
+
+    wait_for(leftovers, lambda left: not left, f"the reference in {namespace} and its volumes to be gone", timeout, interval=0.25)
+    return [f"namespace {namespace}"] if namespace in names else []
+
+
+def await_namespace_gone(api: Any, namespace: str, timeout: float) -> None:
+    """A namespace still terminating from an earlier undeploy cannot take new objects yet."""
+    from kubernetes import client as k8s
+
+    core = k8s.CoreV1Api(api)
+
+    def terminating() -> bool:
+        with cluster.api_errors(f"reading namespace {namespace}"):
+            try:
+                return core.read_namespace(namespace).metadata.deletion_timestamp is not None
+            except k8s.ApiException as e:
+                if e.status == 404:
+                    return False
+                raise
+
+    wait_for(terminating, lambda t: not t, f"namespace {namespace} of an earlier deployment to finish terminating",
+             timeout, interval=0.25)

@@ -1,0 +1,218 @@
+"""Render the reference HA shoot control plane (GEP-20, seed 000; HA conventions, seed 001).
+
+For a failure tolerance type and the seed's zones: the shoot namespace with the
+high-availability-config annotations, etcd-main and etcd-events StatefulSets with zonal
+volumes, kube-apiserver and gardener-resource-manager Deployments, their Services and
+PodDisruptionBudgets, and the etcd peer NetworkPolicy. Two scheduling forms:
+
+- `gep20`: GEP-20's affinity rules: etcd case #1 (one zone: pod affinity on the zone plus
+  required hostname anti-affinity) or case #2 (required zone anti-affinity); kube-apiserver
+  and GRM with required hostname anti-affinity, plus preferred zone anti-affinity when spread
+  over zones; a single zone pinned with a nodeSelector.
+- `conventions`: what Gardener's high-availability-config webhook makes of them: replica
+  counts and topology spread constraints from harness.reference.conventions, node affinity
+  to the zones of the namespace annotation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.reference import conventions as conv
+from harness.reference.components import COMPONENTS, CONTROLPLANE_ROLE, ETCDS, Component
+
+FORMS = ("gep20", "conventions")
+TOLERANCES = ("none", "node", "zone")
+DEFAULT_NAMESPACE = "shoot--harness--ref"
+DEFAULT_STORAGE_CLASS = "harness-zonal"
+ETCD_VOLUME_SIZE = "1Gi"
+
+# GEP-20 form replica counts: etcd 3 for HA, 1 without; GRM "deployed with 3 replicas";
+# kube-apiserver's minimum is the number of zones it spreads over (MinReplicas =
+# len(zones)), and on one zone GEP-20 expects a replica per node of (at least) 3 nodes.
+GEP20_REPLICAS = {
+    "none": {"etcd": 1, "kube-apiserver": 1, "gardener-resource-manager": 1},
+    "node": {"etcd": 3, "kube-apiserver": 3, "gardener-resource-manager": 3},
+    "zone": {"etcd": 3, "kube-apiserver": 3, "gardener-resource-manager": 3},
+}
+
+
+@dataclass(frozen=True)
+class ReferenceSpec:
+    tolerance: str
+    seed_zones: tuple[str, ...]
+    form: str = "gep20"
+    namespace: str = DEFAULT_NAMESPACE
+    storage_class: str | None = DEFAULT_STORAGE_CLASS  # None: the cluster's default class
+    zones: tuple[str, ...] = field(init=False)  # the zones the control plane uses
+
+    def __post_init__(self) -> None:
+        if self.tolerance not in TOLERANCES:
+            raise ConfigError(f"unknown failure tolerance {self.tolerance!r}; accepted: {', '.join(TOLERANCES)}")
+        if self.form not in FORMS:
+            raise ConfigError(f"unknown form {self.form!r}; accepted: {', '.join(FORMS)}")
+        object.__setattr__(self, "zones", conv.choose_zones(self.tolerance, self.seed_zones))
+
+    @property
+    def tolerance_annotation(self) -> str:
+        # seed 001: the annotation holds the shoot's type, or "" without high availability.
+        return "" if self.tolerance == "none" else self.tolerance
+
+
+def replicas(spec: ReferenceSpec, c: Component) -> int:
+    key = "etcd" if c.name in ETCDS else c.name
+    if spec.form == "gep20":
+        if c.name == "kube-apiserver" and spec.tolerance == "zone":
+            return len(spec.zones)
+        return GEP20_REPLICAS[spec.tolerance][key]
+    count = conv.replica_count(c.ha_type, spec.tolerance, len(spec.zones), etcd=c.name in ETCDS)
+    if c.name == "kube-apiserver" and spec.tolerance == "zone":
+        # Scaled horizontally, the table's count is a minimum; one per zone as GEP-20 has it.
+        count = max(count, len(spec.zones))
+    return count
+
+
+def _term(c: Component, key: str) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": dict(c.selector)}, "topologyKey": key}
+
+
+def _gep20_scheduling(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
+    zone_spread = spec.tolerance == "zone"
+    if c.name in ETCDS:
+        if zone_spread:  # case #2: at most one member per zone
+            affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(c, conv.ZONE_LABEL)]}}
+        else:  # case #1: all members in one zone, one per node
+            affinity = {
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(c, conv.ZONE_LABEL)]},
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(c, conv.HOSTNAME_LABEL)]},
+            }
+    else:
+        anti: dict[str, Any] = {"requiredDuringSchedulingIgnoredDuringExecution": [_term(c, conv.HOSTNAME_LABEL)]}
+        if zone_spread:
+            anti["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": 100, "podAffinityTerm": _term(c, conv.ZONE_LABEL)}
+            ]
+        affinity = {"podAntiAffinity": anti}
+    out: dict[str, Any] = {}
+    if len(spec.zones) == 1:
+        out["nodeSelector"] = {conv.ZONE_LABEL: spec.zones[0]}  # GEP-20 "Zone affinity"
+    else:
+        affinity.update(conv.node_affinity(spec.zones) or {})
+    out["affinity"] = affinity
+    return out
+
+
+def _conventions_scheduling(spec: ReferenceSpec, c: Component, count: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"affinity": conv.node_affinity(spec.zones) or {}}
+    constraints = conv.topology_spread_constraints(c.ha_type, spec.tolerance, len(spec.zones), count, dict(c.selector))
+    if constraints:
+        out["topologySpreadConstraints"] = constraints
+    return out
+
+
+def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
+    count = replicas(spec, c)
+    scheduling = _gep20_scheduling(spec, c) if spec.form == "gep20" else _conventions_scheduling(spec, c, count)
+    container: dict[str, Any] = {
+        "name": c.name.split("-")[0] if c.name in ETCDS else c.name,
+        "image": c.image,
+        "ports": [{"containerPort": p} for p in c.ports],
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+    }
+    pod_spec: dict[str, Any] = {"containers": [container], **scheduling}
+    workload: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": c.kind,
+        "metadata": {"name": c.name, "namespace": spec.namespace,
+                     "labels": {**c.labels, conv.LABEL_TYPE: c.ha_type}},
+        "spec": {
+            "replicas": count,
+            "selector": {"matchLabels": dict(c.selector)},
+            "template": {"metadata": {"labels": dict(c.labels)}, "spec": pod_spec},
+        },
+    }
+    if c.kind == "StatefulSet":
+        container["volumeMounts"] = [{"name": c.name, "mountPath": "/var/etcd/data"}]
+        claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": ETCD_VOLUME_SIZE}}}
+        if spec.storage_class:
+            claim["storageClassName"] = spec.storage_class
+        workload["spec"] |= {
+            "serviceName": f"{c.name}-peer",
+            # etcd-druid starts members in parallel: a Pending member must not hold back the others.
+            "podManagementPolicy": "Parallel",
+            # Zonal volumes: a member whose volume is bound in a zone can only run in that zone.
+            "volumeClaimTemplates": [{"metadata": {"name": c.name}, "spec": claim}],
+        }
+    return workload
+
+
+def _services(spec: ReferenceSpec, c: Component) -> list[dict[str, Any]]:
+    def service(name: str, ports: tuple[int, ...], headless: bool = False) -> dict[str, Any]:
+        body: dict[str, Any] = {"selector": dict(c.selector), "ports": [{"name": f"p{p}", "port": p} for p in ports]}
+        if headless:
+            body |= {"clusterIP": "None", "publishNotReadyAddresses": True}
+        return {"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": name, "namespace": spec.namespace, "labels": dict(c.selector)}, "spec": body}
+
+    if c.name in ETCDS:
+        return [service(f"{c.name}-client", (2379,)), service(f"{c.name}-peer", (2380,), headless=True)]
+    return [service(c.name, c.ports)]
+
+
+def _pdb(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": c.name, "namespace": spec.namespace, "labels": dict(c.selector)},
+        "spec": {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
+                 "selector": {"matchLabels": dict(c.selector)}},
+    }
+
+
+def _peer_policy(spec: ReferenceSpec) -> dict[str, Any]:
+    """GEP-20's "Etcd Peer Network Policy", as written there."""
+    etcd = {"matchLabels": {"app": "etcd-statefulset", **CONTROLPLANE_ROLE}}
+    ports = [{"protocol": "TCP", "port": p} for p in (2379, 8080, 2380)]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-etcd-peer", "namespace": spec.namespace, "labels": dict(CONTROLPLANE_ROLE)},
+        "spec": {
+            "podSelector": etcd,
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": etcd}], "ports": ports}],
+            "egress": [{"to": [{"podSelector": etcd}], "ports": ports}],
+        },
+    }
+
+
+def namespace(spec: ReferenceSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": spec.namespace,
+            "labels": {conv.LABEL_CONSIDER: "true"},
+            "annotations": {
+                conv.ANNOTATION_ZONES: ",".join(spec.zones),
+                conv.ANNOTATION_FAILURE_TOLERANCE_TYPE: spec.tolerance_annotation,
+            },
+        },
+    }
+
+
+def render(spec: ReferenceSpec) -> list[dict[str, Any]]:
+    """Every object of the reference control plane, the namespace first."""
+    objects = [namespace(spec)]
+    for c in COMPONENTS.values():
+        objects += [_workload(spec, c), *_services(spec, c), _pdb(spec, c)]
+    objects.append(_peer_policy(spec))
+    return objects
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    import yaml
+
+    return yaml.safe_dump_all(objects, sort_keys=False)

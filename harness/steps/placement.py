@@ -1,0 +1,166 @@
+"""Steps about the reference control plane: deploy it to the seed, judge where the scheduler put it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable
+
+from pytest_bdd import given, parsers, then
+
+from harness import judge
+from harness.errors import ConfigError
+from harness.kube import cluster
+from harness.probes import placement
+from harness.providers.base import Environment, Seed
+from harness.reference.components import component
+from harness.reference.render import ReferenceSpec
+from harness.steps.scenario import Shoot
+from harness.wait import first_within
+
+
+def _pods(shoot: Shoot, name: str) -> list[placement.PodPlacement]:
+    component(name)
+    return placement.of(placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace), name)
+
+
+@given(parsers.parse("a fresh seed with {nodes:d} nodes per zone"), target_fixture="env")
+def _(region_factory: Callable[..., Environment], nodes: int) -> Environment:
+    return region_factory(nodes_per_zone=nodes)
+
+
+@given(parsers.parse("a fresh seed with {nodes:d} nodes per zone on {hosts:d} hosts per zone"), target_fixture="env")
+def _(region_factory: Callable[..., Environment], nodes: int, hosts: int) -> Environment:
+    return region_factory(nodes_per_zone=nodes, hosts_per_zone=hosts)
+
+
+@given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form'),
+       target_fixture="shoot")
+def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str) -> Shoot:
+    spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
+                         storage_class=seed.storage_class)
+    return shoots.deploy(seed, spec)
+
+
+@then(parsers.re(r"(?P<name>[\w-]+) has one (member|replica) in each of (?P<zones>\d+) zones"))
+def _(shoot: Shoot, name: str, zones: str) -> None:
+    pods = _pods(shoot, name)
+    counts = placement.per_domain(pods, "zone")
+    judge.equal(sorted(counts.values()), [1] * int(zones), f"{name} pods per zone ({dict(counts)})")
+
+
+@then(parsers.parse("{name} replicas span {zones:d} zones with max skew {skew:d}"))
+def _(shoot: Shoot, name: str, zones: int, skew: int) -> None:
+    counts = placement.per_domain(_pods(shoot, name), "zone")
+    judge.equal(len(counts), zones, f"zones holding {name} replicas ({dict(counts)})")
+    judge.holds(placement.max_skew(counts, shoot.spec.zones) <= skew, f"{name} skew across zones at most {skew}",
+                seen=dict(counts))
+
+
+@then(parsers.re(r"no two (?P<name>[\w-]+) (members|replicas) share an? (?P<domain>[\w./-]+)"))
+def _(shoot: Shoot, name: str, domain: str) -> None:
+    pods = [p for p in _pods(shoot, name) if p.node]
+    judge.holds(bool(pods), f"{name} has placed members to compare", seen=pods)
+    missing = [p.name for p in pods if p.domain(domain) is None]
+    judge.none_of(missing, f"{name} members on nodes without a {domain}")
+    shared = {d: n for d, n in placement.per_domain(pods, domain).items() if n > 1}
+    judge.none_of(shared, f"{domain}s with more than one {name} member")
+
+
+@then(parsers.re(r"all (?P<name>[\w-]+) (members|replicas) run in one zone on (?P<nodes>\d+) different nodes?"))
+def _(shoot: Shoot, name: str, nodes: str) -> None:
+    pods = _pods(shoot, name)
+    judge.equal(len(placement.per_domain(pods, "zone")), 1, f"zones holding {name} members")
+    judge.equal(len(placement.per_domain(pods, "node")), int(nodes), f"nodes holding {name} members")
+
+
+@then(parsers.parse('{count:d} {name} pod stays Pending because "{reason}"'))
+@then(parsers.parse('{count:d} {name} pods stay Pending because "{reason}"'))
+def _(shoot: Shoot, count: int, name: str, reason: str) -> None:
+    stuck = placement.pending(_pods(shoot, name))
+    judge.equal(len(stuck), count, f"Pending {name} pods ({[p.name for p in stuck]})")
+    for p in stuck:
+        judge.holds(reason in (p.reason or ""), f"{p.name} is Pending because {reason!r}", seen=p.reason)
+
+
+@then("every pod of the shoot control plane is Running")
+def _(shoot: Shoot) -> None:
+    pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
+    judge.none_of([f"{p.name}: {p.phase} {p.reason or ''}".strip() for p in pods if p.phase != "Running"],
+                  "pods not Running")
+
+
+@then(parsers.parse("the busiest {domain} holds {count:d} {name} members"))
+def _(shoot: Shoot, domain: str, count: int, name: str) -> None:
+    counts = placement.per_domain(_pods(shoot, name), domain)
+    judge.equal(max(counts.values(), default=0), count, f"most {name} members on one {domain} ({dict(counts)})")
+
+
+@then(parsers.parse("the PodDisruptionBudget of {name} allows {count:d} disruption"))
+@then(parsers.parse("the PodDisruptionBudget of {name} allows {count:d} disruptions"))
+def _(shoot: Shoot, name: str, count: int) -> None:
+    component(name)
+    budgets = placement.disruption_budgets(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
+    judge.equal(budgets.get(name, {}).get("disruptions_allowed"), count, f"disruptions allowed by {name}'s budget ({budgets.get(name)})")
+
+
+def _table_rows(datatable: list[list[str]]) -> Counter[tuple[str, str, str]]:
+    header, *rows = datatable
+    if [h.strip().lower() for h in header] != ["component", "zone", "phase"]:
+        raise ConfigError(f"the table needs the columns component | zone | phase, got {header}")
+    for row in rows:
+        component(row[0])
+    return Counter((c, z, ph) for c, z, ph in rows)
+
+
+def _pods_by_row(shoot: Shoot, names: set[str]) -> tuple[Counter[tuple[str, str, str]], list[placement.PodPlacement]]:
+    pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
+    return Counter((p.component or "-", p.zone or "-", p.phase) for p in pods if p.component in names and not p.deleting), pods
+
+
+@then("the pods of the shoot control plane are")
+def _(shoot: Shoot, datatable: list[list[str]]) -> None:
+    expected = _table_rows(datatable)
+    seen, pods = _pods_by_row(shoot, {c for c, _, _ in expected})
+    judge.equal(dict(seen), dict(expected), "pods by component, zone and phase\n" + placement.table(pods))
+
+
+@then(parsers.parse("within {limit:g} s the pods of the shoot control plane are"))
+def _(shoot: Shoot, datatable: list[list[str]], limit: float) -> None:
+    expected = _table_rows(datatable)
+    names = {c for c, _, _ in expected}
+    found = first_within(lambda: True if _pods_by_row(shoot, names)[0] == expected else None, "the expected pods", limit)
+    seen, pods = _pods_by_row(shoot, names)
+    judge.holds(found is not None, f"pods by component, zone and phase as expected within {limit:g} s; "
+                f"expected {dict(expected)}, last seen {dict(seen)}\n" + placement.table(pods))
+
+
+@then(parsers.parse('within {limit:g} s every node of host "{host}" is NotReady'))
+def _(env: Environment, seed: Seed, limit: float, host: str) -> None:
+    names = {n.name for n in env.host(host)}  # type: ignore[attr-defined]
+
+    def still_ready() -> list[str] | None:
+        ready = [v.name for v in cluster.node_views(cluster.connect(seed.kube)) if v.name in names and v.ready]
+        return None if ready else ready
+
+    first_within(lambda: True if still_ready() is None else None, f"the nodes of {host} to turn NotReady", limit)
+    judge.none_of(still_ready() or [], f"nodes of host {host} still Ready after {limit:g} s")
+
+
+@then(parsers.parse("within {limit:g} s {count:d} {name} members are not Ready"))
+def _(shoot: Shoot, limit: float, count: int, name: str) -> None:
+    def unready() -> list[str]:
+        pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
+        return [p.name for p in pods if p.component == name and (not p.ready or p.deleting)]
+
+    first_within(lambda: True if len(unready()) == count else None, f"{count} {name} members not Ready", limit)
+    judge.equal(len(unready()), count, f"{name} members not Ready after {limit:g} s ({unready()})")
+
+
+@then(parsers.parse('within {limit:g} s all {count:d} {name} replicas are Running outside zone "{zone}"'))
+def _(shoot: Shoot, limit: float, count: int, name: str, zone: str) -> None:
+    def outside() -> list[placement.PodPlacement]:
+        return [p for p in _pods(shoot, name) if p.phase == "Running" and p.ready and p.zone not in (None, zone)]
+
+    first_within(lambda: True if len(outside()) == count else None, f"{count} {name} replicas outside {zone}", limit)
+    judge.equal(len(outside()), count, f"{name} replicas Running outside {zone} after {limit:g} s "
+                f"({[(p.name, p.zone) for p in outside()]})")
