@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml
 kube-binaries: setup
 	$(VENV)/bin/python -m harness.kube
 
-# The main job: every zone of the embedded local region goes down in turn under probes.
-run: setup
+# The main job: GEP-20's zone outage on the reference control plane running for real on the
+# local seed, each zone in turn, under probes.
+run: setup kube-binaries
 	$(VENV)/bin/harness run
 
 # The harness's own tests and every Gherkin feature; JUnit for CI pipelines.

@@ -1,119 +1,212 @@
-"""The chaos job: every zone goes down in turn under probes; figures are judged and reported."""
+"""The chaos job (`make run`): GEP-20's zone outage experiment, each zone in turn.
+
+The region, the local seed and the reference control plane running for real come up; then
+each zone goes down under probes (etcd-main's write and read probes, the shoot API through its
+load balancer) until GEP-20's "during" state is reached (the zone's etcd members Pending on their
+volumes, the kube-apiservers Running in the surviving zones, or held Pending where the form's
+rules say so), and comes back. For each zone the job prints the before/during/after tables of
+pods and nodes, as in GEP-20's appendix, and the figures; it judges them against `Bounds` and
+writes everything to a JSON report. Non-zero exit when a bound is missed.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from harness.faults.runner import FaultRunner
-from harness.probes.availability import AvailabilityProbe
 from harness.errors import HarnessError
-from harness.probes.converge import converged_keys
+from harness.faults.runner import FaultRunner
+from harness.kube import cluster
+from harness.probes import placement
+from harness.probes.availability import AvailabilityProbe
+from harness.probes.converge import converged, converged_keys
 from harness.probes.etcd import hashkv
+from harness.probes.shoot_api import ShootApiProbe
+from harness.providers.base import Seed
 from harness.providers.local.region import LocalEnvironment
+from harness.providers.local.shoot import ShootEtcd
+from harness.reference.components import ETCDS
+from harness.reference.deploy import deploy
+from harness.reference.render import ReferenceSpec
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate.history import diverging_hashes, lost_writes, seqs_from_keys
 from harness.wait import first_within
 
-# Defaults of the job; the Gherkin features state their own thresholds in their text.
-MAX_WRITE_GAP = 3.0
-MAX_CATCH_UP = 10.0
+NAMESPACE = "shoot--harness--chaos"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The job's promises (the Gherkin features state their own in their text)."""
+
+    not_ready: float = 20.0  # zone cut -> its nodes NotReady and tainted unreachable
+    stateless_moved: float = 40.0  # zone cut -> the outage's pod table reached (replicas moved, members Pending)
+    etcd_write_gap: float = 5.0  # etcd-main, probed from a surviving zone
+    shoot_write_gap: float = 10.0  # the shoot API through its load balancer
+    recovered: float = 60.0  # zone back -> every pod Running and ready again
 
 
 @dataclass
-class OutageResult:
+class ZoneResult:
     zone: str
     had_leader: bool
-    via_zone: str
-    write_gap: float | None
-    new_leader_after: float | None
-    new_leader: str | None
-    catch_up: float | None
-    lost_writes: int
-    hashes_equal: bool
-    acked_writes: int
+    not_ready_after: float | None = None
+    # Reported, not judged: in the conventions form the zone spread keeps one Pending.
+    apiserver_ready_after: float | None = None
+    moved_after: float | None = None
+    etcd_write_gap: float | None = None
+    shoot_write_gap: float | None = None
+    recovered_after: float | None = None
+    etcd_acked: int = 0
+    etcd_lost: int = 0
+    shoot_acked: int = 0
+    shoot_lost: int = 0
+    hashes_equal: bool = False
+    tables: dict[str, str] = field(default_factory=dict)
 
-    def problems(self) -> list[str]:
+    def problems(self, bounds: Bounds) -> list[str]:
         out = []
-        if self.write_gap is None:
-            out.append("writes did not resume after the outage")
-        elif self.write_gap > MAX_WRITE_GAP:
-            out.append(f"write gap {self.write_gap} s > {MAX_WRITE_GAP} s")
-        if self.catch_up is None or self.catch_up > MAX_CATCH_UP:
-            out.append(f"catch-up {self.catch_up} s > {MAX_CATCH_UP} s")
-        if self.lost_writes:
-            out.append(f"{self.lost_writes} acknowledged write(s) lost")
+        for name, value, limit in (
+            ("nodes NotReady", self.not_ready_after, bounds.not_ready),
+            ("pods moved", self.moved_after, bounds.stateless_moved),
+            ("etcd-main write gap", self.etcd_write_gap, bounds.etcd_write_gap),
+            ("shoot API write gap", self.shoot_write_gap, bounds.shoot_write_gap),
+            ("every pod Running again", self.recovered_after, bounds.recovered),
+        ):
+            if value is None:
+                out.append(f"{name}: never happened (bound {limit} s)")
+            elif value > limit:
+                out.append(f"{name} after {value} s > {limit} s")
+        if self.etcd_lost or self.shoot_lost:
+            out.append(f"acknowledged writes lost: {self.etcd_lost} in etcd-main, {self.shoot_lost} through the shoot API")
         if not self.hashes_equal:
-            out.append("members' HashKV differ")
+            out.append("etcd members' HashKV differ")
         return out
 
 
-def zone_outage(env: LocalEnvironment, zone: str, outage: float, settle: float = 1.0) -> OutageResult:
-    """Take `zone` down for `outage` seconds under probes from another zone; heal; measure."""
+def nodes_table(seed: Seed) -> str:
+    """`kubectl get nodes` with zones, as GEP-20's appendix shows them."""
+    rows = [("NAME", "STATUS", "ZONE")]
+    for v in sorted(cluster.node_views(cluster.connect(seed.kube)), key=lambda v: (v.zone or "", v.name)):
+        rows.append((v.name, "Ready" if v.ready else "NotReady", v.zone or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def _snapshot(seed: Seed) -> str:
+    pods = placement.observe(cluster.connect(seed.kube), NAMESPACE)
+    return placement.table(pods) + "\n\n" + nodes_table(seed)
+
+
+def _outage_state(seed: Seed, zone: str) -> bool:
+    """GEP-20's "during": nothing left in the zone, every member of the zone Pending, every other
+    pod Running and ready or held Pending by the scheduler."""
+    pods = [p for p in placement.observe(cluster.connect(seed.kube), NAMESPACE) if not p.deleting]
+    in_zone = [p for p in pods if p.zone == zone]
+    members_pending = [p for p in pods if p.component in ETCDS and p.node is None]
+    settled = all((p.phase == "Running" and p.ready) or (p.node is None and p.reason) for p in pods)
+    return not in_zone and len(members_pending) == len(ETCDS) and settled
+
+
+def _apiservers_outside(seed: Seed, zone: str) -> bool:
+    pods = placement.of(placement.observe(cluster.connect(seed.kube), NAMESPACE), "kube-apiserver")
+    return bool(pods) and all(p.phase == "Running" and p.ready and p.zone not in (None, zone) for p in pods)
+
+
+def _not_ready(seed: Seed, nodes: set[str]) -> bool:
+    views = [v for v in cluster.node_views(cluster.connect(seed.kube)) if v.name in nodes]
+    return all(not v.ready and any(t.startswith("node.kubernetes.io/unreachable") for t in v.taints) for v in views)
+
+
+def _all_running(seed: Seed) -> bool:
+    pods = placement.observe(cluster.connect(seed.kube), NAMESPACE)
+    return bool(pods) and all(p.phase == "Running" and p.ready for p in pods)
+
+
+def zone_outage(env: LocalEnvironment, seed: Seed, zone: str, bounds: Bounds) -> ZoneResult:
     timeline = Timeline()
-    leader = env.leader(env.wait_healthy())
+    etcd = ShootEtcd(env, seed, NAMESPACE, "etcd-main")
+    leader = etcd.leader(etcd.wait_healthy())
     via = next(z for z in env.zones if z != zone)
-    probe = AvailabilityProbe(env, timeline, via).start()
+    result = ZoneResult(zone, had_leader=leader is not None and etcd.member(leader).zone == zone)
+    result.tables["before"] = _snapshot(seed)
+    probe = AvailabilityProbe(etcd, timeline, via).start()
+    shoot = ShootApiProbe(seed, NAMESPACE, timeline, env.names.client_ns(via), via).start()
+    runner = FaultRunner(env, timeline)
     try:
-        time.sleep(settle)
-        old_id = next(i for i, n in probe.history.member_ids.items() if n == leader)
-        runner = FaultRunner(env, timeline)
-        try:
-            fault = runner.inject("zone-outage", zone)
-            time.sleep(outage)
-            t_heal = timeline.now()
-            target = av.highest_revision(probe.history.samples, t_heal)
-        finally:
-            runner.heal()
-        # A short outage can end during the election it caused: the gap then outlasts the
-        # outage, so keep probing until writes are back (or the bound is clearly missed).
-        first_within(lambda: av.first_ack_after(probe.history.samples, t_heal), "writes to resume", MAX_WRITE_GAP + 1)
-        time.sleep(settle)
-        isolated = env.members_in(zone)
-
-        def slowest() -> float | None:
-            times = [av.catch_up_time(probe.history.samples, m.name, t_heal, target) for m in isolated]
-            return None if None in times else max(t for t in times if t is not None)
-
-        catch_up = first_within(slowest, f"the members of {zone} to catch up", MAX_CATCH_UP) if isolated else None
+        time.sleep(1.0)
+        fault = runner.inject("zone-outage", zone)
+        cut = fault.event.start
+        nodes = {n.name for n in env.nodes_in(zone)}
+        result.not_ready_after = _since(cut, timeline, first_within(
+            lambda: True if _not_ready(seed, nodes) else None, f"the nodes of {zone} NotReady", bounds.not_ready + 5))
+        result.apiserver_ready_after = _since(cut, timeline, first_within(
+            lambda: True if _apiservers_outside(seed, zone) else None, f"every kube-apiserver Ready outside {zone}",
+            bounds.stateless_moved, interval=0.5))
+        result.moved_after = _since(cut, timeline, first_within(
+            lambda: True if _outage_state(seed, zone) else None, f"GEP-20's outage state for {zone}",
+            bounds.stateless_moved + 10, interval=0.5))
+        result.tables["during"] = _snapshot(seed)
+        healed = timeline.now()
     finally:
-        history = probe.stop()
-    gap = av.longest_write_gap(history.samples, fault.event.start, t_heal)
-    new = av.new_leader_after(history.samples, fault.event.start, old_id, history.member_ids)
+        runner.heal()
+    result.recovered_after = _since(healed, timeline, first_within(
+        lambda: True if _all_running(seed) else None, "every pod Running again", bounds.recovered + 10, interval=0.5))
+    result.tables["after"] = _snapshot(seed)
+    history, shoot_history = probe.stop(), shoot.stop()
+    gap = av.longest_write_gap(history.samples, cut, healed)
+    result.etcd_write_gap = round(gap.length, 3) if gap else None
+    shoot_gap = av.longest_write_gap(shoot_history.samples, cut, timeline.now())
+    result.shoot_write_gap = round(shoot_gap.length, 3) if shoot_gap else None
+    result.etcd_acked, result.shoot_acked = len(history.acked()), len(shoot_history.acked())
     lost: set[int] = set()
-    for member, keys in converged_keys(env, history.prefix, env.config.timeouts.recovery).items():
+    for member, keys in converged_keys(etcd, history.prefix, env.config.timeouts.recovery).items():
         if isinstance(keys, str):
             raise HarnessError(f"could not read back the probe's keys from {member}: {keys}")
         lost |= set(lost_writes(history.acked(), seqs_from_keys(keys, history.prefix)))
-    return OutageResult(
-        zone=zone,
-        had_leader=env.member(leader).zone == zone,
-        via_zone=via,
-        write_gap=round(gap.length, 3) if gap else None,
-        new_leader_after=round(new[0], 3) if new else None,
-        new_leader=new[1] if new else None,
-        catch_up=round(catch_up, 3) if catch_up is not None else (0.0 if not isolated else None),
-        lost_writes=len(lost),
-        hashes_equal=not diverging_hashes(hashkv(env)),
-        acked_writes=len(history.acked()),
-    )
+    result.etcd_lost = len(lost)
+    result.shoot_lost = len(lost_writes(shoot_history.acked(), shoot.present()))
+    equal = True
+    for name in ETCDS:
+        view = ShootEtcd(env, seed, NAMESPACE, name)
+        converged(view, env.config.timeouts.recovery)
+        equal = equal and not diverging_hashes(hashkv(view))
+    result.hashes_equal = equal
+    shoot.close()
+    return result
 
 
-def run_all(env: LocalEnvironment, outage: float, report: Path) -> int:
+def _since(start: float, timeline: Timeline, found: Any) -> float | None:
+    return round(timeline.now() - start, 1) if found is not None else None
+
+
+def run_all(env: LocalEnvironment, seed: Seed, report: Path, form: str = "gep20", zones: list[str] | None = None,
+            bounds: Bounds = Bounds()) -> int:
+    started = time.monotonic()
+    spec = ReferenceSpec("zone", env.zones, form, NAMESPACE, seed.storage_class, real=True)
+    print(f"[harness] deploying the reference control plane ({form} form) for real in {NAMESPACE} ...", flush=True)
+    deploy(seed, spec, env.config.timeouts.deploy)
     results = []
-    for zone in env.zones:
-        print(f"[harness] zone {zone} down for {outage:.1f}s ...", flush=True)
-        r = zone_outage(env, zone, outage)
+    for zone in zones or list(env.zones):
+        print(f"\n[harness] zone {zone} goes down ...", flush=True)
+        r = zone_outage(env, seed, zone, bounds)
         results.append(r)
-        verdict = "ok" if not r.problems() else "FAIL: " + "; ".join(r.problems())
-        leader = f"new leader {r.new_leader} after {r.new_leader_after}s" if r.new_leader else "no leader change"
-        print(f"  {'leader' if r.had_leader else 'follower'} zone; write gap {r.write_gap}s; {leader}; catch-up {r.catch_up}s; "
-              f"{r.acked_writes} acked, {r.lost_writes} lost; HashKV {'equal' if r.hashes_equal else 'DIFFER'} -> {verdict}")
+        for when in ("before", "during", "after"):
+            print(f"--- {when} the outage of {zone}:\n{r.tables[when]}\n")
+        problems = r.problems(bounds)
+        print(f"  {zone} ({'leader' if r.had_leader else 'follower'} zone of etcd-main): nodes NotReady after "
+              f"{r.not_ready_after} s; kube-apiservers Ready outside it after {r.apiserver_ready_after} s; GEP-20's table (members Pending) after {r.moved_after} s; longest write gap: etcd-main {r.etcd_write_gap} s, "
+              f"shoot API {r.shoot_write_gap} s; every pod Running {r.recovered_after} s after the zone returned; "
+              f"{r.etcd_acked} etcd and {r.shoot_acked} shoot API writes acked, {r.etcd_lost + r.shoot_lost} lost; "
+              f"HashKV {'equal' if r.hashes_equal else 'DIFFER'} -> {'ok' if not problems else 'FAIL: ' + '; '.join(problems)}",
+              flush=True)
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(json.dumps({"etcd": env.state["etcd"], "outage_s": outage,
-                                  "results": [asdict(r) | {"problems": r.problems()} for r in results]}, indent=1))
-    print(f"report: {report}")
-    return 1 if any(r.problems() for r in results) else 0
+    report.write_text(json.dumps({
+        "etcd": env.state["etcd"], "form": form, "bounds": asdict(bounds), "took_s": round(time.monotonic() - started, 1),
+        "results": [asdict(r) | {"problems": r.problems(bounds)} for r in results]}, indent=1))
+    print(f"report: {report} ({time.monotonic() - started:.0f} s)")
+    return 1 if any(r.problems(bounds) for r in results) else 0

@@ -53,8 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     fault.add_argument("kind", help="zone-outage, node-kill, node-freeze, node-link-down, member-kill, host-outage, "
                                     "pod-delete, node-cordon, node-drain")
     fault.add_argument("target", help="a zone, node, host or member name, or NAMESPACE/POD")
-    run = sub.add_parser("run", help="the chaos job: each zone goes down in turn under probes; prints and writes a report")
-    run.add_argument("--outage", type=float, default=4.0, help="seconds each zone stays down (default 4)")
+    run = sub.add_parser("run", help="the chaos job: GEP-20's zone outage on the reference control plane running for "
+                                     "real, each zone in turn; prints the tables and figures, writes a report")
+    run.add_argument("--form", choices=FORMS, default="gep20", help="scheduling form of the reference (default gep20)")
+    run.add_argument("--zone", action="append", default=None, help="take only this zone down (repeatable; default: every zone)")
     run.add_argument("--report", type=Path, default=None, help="JSON report path (default: reports/chaos-run.json)")
     for name, help_ in (("render", "print the reference HA control plane as YAML"),
                         ("deploy", "apply the reference HA control plane, wait for the scheduler, print where its pods went")):
@@ -65,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"shoot namespace in the seed (default: {DEFAULT_NAMESPACE})")
         cmd.add_argument("--storage-class", default=None, help="StorageClass of etcd's volumes (default: the seed's)")
     sub.choices["render"].add_argument("--zones", default=None, help="the seed's zones, comma-separated (default: the region's)")
+    sub.choices["deploy"].add_argument("--real", action="store_true",
+                                       help="local seed: etcd and kube-apiserver pods run as real processes under the node agents")
     undeploy = sub.add_parser("undeploy", help="delete a reference control plane and its volumes")
     undeploy.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"(default: {DEFAULT_NAMESPACE})")
     conventions_cli.add_parser(sub)
@@ -158,7 +162,7 @@ def _deploy(provider: Provider, env: Environment, config: Config, args: argparse
     from harness.reference.render import ReferenceSpec
 
     seed = provider.seed(env)
-    spec = ReferenceSpec(args.tolerance, env.zones, args.form, args.namespace, seed.storage_class)
+    spec = ReferenceSpec(args.tolerance, env.zones, args.form, args.namespace, seed.storage_class, real=args.real)
     _record_reference(env, spec.namespace, add=True)
     pods = deploy(seed, spec, config.timeouts.deploy)
     print(f"reference control plane ({args.tolerance} tolerance, {args.form} form) in {spec.namespace}, "
@@ -191,12 +195,14 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         from harness.chaos_run import run_all
 
         if not isinstance(provider, LocalRegion):
-            raise HarnessError(f"the chaos job runs on the local provider only (it probes etcd members); not on {provider.name}")
+            raise HarnessError(f"the chaos job runs on the local provider only (it runs the reference for real); not on {provider.name}")
         report = args.report or config.reports_dir / "chaos-run.json"
         if provider.path.exists():
-            return run_all(provider.attach(), outage=args.outage, report=report)
+            env = provider.attach()
+            return run_all(env, provider.seed(env), report, args.form, args.zone)
         try:
-            return run_all(provider.up(), outage=args.outage, report=report)
+            env = provider.up()
+            return run_all(env, provider.seed(env), report, args.form, args.zone)
         finally:
             provider.down()
     env = provider.attach()

@@ -10,13 +10,12 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import socket
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from harness.errors import HarnessError
-from harness.providers.local.netns import entered
+from harness.providers.local.netns import NsHTTPConnection
 
 
 class EtcdRequestError(HarnessError):
@@ -47,20 +46,6 @@ def prefix_end(prefix: str) -> str:
     return _b64(bytes(raw))
 
 
-class _NsConnection(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int, timeout: float, netns: str | None) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._netns = netns
-
-    def connect(self) -> None:
-        if self._netns is None:
-            self.sock = socket.create_connection((self.host, self.port), self.timeout)
-        else:
-            with entered(self._netns):
-                self.sock = socket.create_connection((self.host, self.port), self.timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
 class EtcdClient:
     """One member endpoint; keeps one persistent connection, reopened after any failure.
 
@@ -73,7 +58,7 @@ class EtcdClient:
         self.netns = netns
         self.timeout = timeout
         self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 2379
-        self._conn: _NsConnection | None = None
+        self._conn: NsHTTPConnection | None = None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -82,7 +67,7 @@ class EtcdClient:
 
     def call(self, path: str, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         if self._conn is None:
-            self._conn = _NsConnection(self._host, self._port, self.timeout, self.netns)
+            self._conn = NsHTTPConnection(self._host, self._port, self.timeout, self.netns)
         self._conn.timeout = timeout or self.timeout
         if self._conn.sock is not None:
             self._conn.sock.settimeout(self._conn.timeout)

@@ -26,7 +26,7 @@ from harness.probes.availability import AvailabilityProbe, ProbeHistory
 from harness.providers import get_provider
 from harness.providers.base import Environment, Provider, Seed
 from harness.providers.local.etcd import alive
-from harness.providers.local.region import LocalEnvironment, LocalRegion
+from harness.providers.local.region import EtcdMembers, LocalEnvironment, LocalRegion
 from harness.providers.state import read_state
 from harness.steps import STEP_MODULES
 from harness.timeline import Timeline
@@ -67,6 +67,7 @@ MARKERS = {
     "node_failure": "a node's processes are killed, frozen or its link goes down",
     "quorum": "scenarios about etcd quorum loss and recovery",
     "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
+    "gep20": "GEP-20's outage experiment with the reference control plane running for real on the local seed",
     "region": "needs the local region (root or user namespaces, etcd, nftables)",
     "kube": "needs the local Kubernetes control plane (pinned binaries, built on first use)",
 }
@@ -82,9 +83,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Placement needs a Kubernetes seed: locally the pinned binaries (`make test-fast` skips them).
+    # Placement and GEP-20 need a Kubernetes seed: locally the pinned binaries (`make test-fast` skips them).
     for item in items:
-        if item.get_closest_marker("placement"):
+        if item.get_closest_marker("placement") or item.get_closest_marker("gep20"):
             item.add_marker(pytest.mark.kube)
 
 
@@ -179,6 +180,13 @@ def env(session_env: Environment) -> Environment:
 
 
 @pytest.fixture
+def etcd(env: Environment) -> Environment:
+    """The etcd cluster a scenario probes and judges: the region's own, unless a step names a
+    shoot's (the reference control plane running for real)."""
+    return env
+
+
+@pytest.fixture
 def seed(harness_provider: Provider, env: Environment) -> Seed:
     """The seed of the scenario's environment; the local one starts on first use (a few seconds)."""
     return harness_provider.seed(env)
@@ -232,14 +240,16 @@ def shoots(harness_config: Config) -> Iterator[Shoots]:
 
 
 class Probes:
-    def __init__(self, env: LocalEnvironment, timeline: Timeline) -> None:
-        self.env = env
+    def __init__(self, timeline: Timeline) -> None:
         self.timeline = timeline
-        self.running: list[AvailabilityProbe] = []
+        self.running: list[Any] = []
         self.histories: list[ProbeHistory] = []
 
-    def start(self, via_zone: str, interval: float) -> AvailabilityProbe:
-        probe = AvailabilityProbe(self.env, self.timeline, via_zone, interval).start()
+    def start(self, etcd: EtcdMembers, via_zone: str, interval: float) -> AvailabilityProbe:
+        return self.add(AvailabilityProbe(etcd, self.timeline, via_zone, interval).start())
+
+    def add(self, probe: Any) -> Any:
+        """Keep a started probe (anything with stop() -> history) until the scenario ends."""
         self.running.append(probe)
         return probe
 
@@ -249,8 +259,8 @@ class Probes:
 
 
 @pytest.fixture
-def probes(env: LocalEnvironment, timeline: Timeline, request: pytest.FixtureRequest) -> Iterator[Probes]:
-    p = Probes(env, timeline)
+def probes(timeline: Timeline, request: pytest.FixtureRequest) -> Iterator[Probes]:
+    p = Probes(timeline)
     request.node.stash[_PROBES] = p
     try:
         yield p

@@ -13,6 +13,7 @@ need nft nftables
 need ip iproute2
 need unshare util-linux
 need nsenter util-linux
+need haproxy haproxy
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 
 [ ${#missing[@]} -eq 0 ] && exit 0

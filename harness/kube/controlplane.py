@@ -50,6 +50,8 @@ HOST_LABEL = "node.cluster.x-k8s.io/esxi-host"
 # Nodes carry this label so kwok never touches a node it did not get from the harness.
 KWOK_NODE_LABEL = ("type", "kwok")
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+# Pods with this label run as real processes under the node agent; kwok leaves them alone.
+AGENT_LABEL = "ha-harness/run"
 DEFAULT_ZONES = ("zone-a", "zone-b", "zone-c")
 LIFECYCLE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 STATE_FILE = "controlplane.json"
@@ -322,13 +324,21 @@ class ControlPlane:
         self._save_state()
         self.progress(f"zone {zone} restored (kwoks continued)")
 
-    def restart_kwok(self, node: str) -> bool:
-        """Start the node's kwok again with its recorded command if it died (its node was killed)."""
-        record = self.records.get(f"kwok-{node}")
-        if record is None or self.stopped or record.alive():
-            return False
-        self._start(record.name, list(record.argv), env=_kwok_env(self.workdir / "kwok" / node))
-        return True
+    def start_component(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Start one more component (a node agent, a controller) that stops with the control plane."""
+        self._start(name, argv, env)
+
+    def restart_node(self, node: str) -> list[str]:
+        """Start the node's components (kwok, agent) again with their recorded commands if they
+        died with the node; returns the names restarted."""
+        done = []
+        for name in (f"kwok-{node}", f"agent-{node}"):
+            record = self.records.get(name)
+            if record is None or self.stopped or record.alive():
+                continue
+            self._start(name, list(record.argv), env=_kwok_env(self.workdir / "kwok" / node) if name.startswith("kwok") else None)
+            done.append(name)
+        return done
 
     # --- nodes ----------------------------------------------------------------------------
 
@@ -561,7 +571,7 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
         cp._wait(name, f"{name} /healthz", _http_check(probe, "/healthz"), t.components_ready_timeout_s)
 
     cp._create_nodes()
-    stages = kwok_stages(bins.kwok)
+    stages = leave_agent_pods_alone(kwok_stages(bins.kwok))
     for index, node in enumerate(cp.nodes):
         home = wd / "kwok" / node.name
         home.mkdir(parents=True, exist_ok=True)
@@ -595,6 +605,20 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
 
     cp._wait("kube-apiserver", f"{len(names)} nodes in {len(cp.zones)} zones Ready", nodes_check, t.nodes_ready_timeout_s)
     cp._save_state()
+
+
+def leave_agent_pods_alone(stages: str) -> str:
+    """kwok's stages with every Pod stage limited to pods without AGENT_LABEL: those run for
+    real under the node agent, which reports their status and confirms their deletion."""
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all(stages) if d]
+    for doc in docs:
+        if doc.get("kind") == "Stage" and doc["spec"]["resourceRef"]["kind"] == "Pod":
+            selector = doc["spec"].setdefault("selector", {})
+            selector.setdefault("matchExpressions", []).append(
+                {"key": f'.metadata.labels["{AGENT_LABEL}"]', "operator": "DoesNotExist"})
+    return yaml.safe_dump_all(docs, sort_keys=False)
 
 
 def _kwok_env(home: Path) -> dict[str, str]:

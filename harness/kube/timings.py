@@ -26,6 +26,9 @@ class KubeTimings:
     default_unreachable_toleration_s: int = 5
     # kwok: the node Lease duration; kwok renews it every quarter of that (as the kubelet does).
     node_lease_duration_s: int = 8
+    # The local seed's pod garbage collection: pods still Terminating on an unreachable node this
+    # long after their grace period ended are force-deleted (Gardener: 5 minutes; GEP-20).
+    force_delete_after_s: int = 10
     # Startup waits.
     etcd_ready_timeout_s: float = 30.0
     apiserver_ready_timeout_s: float = 90.0
@@ -51,6 +54,8 @@ class KubeTimings:
             raise ConfigError("node_eviction_rate must be positive")
         if self.default_not_ready_toleration_s < 0 or self.default_unreachable_toleration_s < 0:
             raise ConfigError("default toleration seconds must not be negative")
+        if self.force_delete_after_s < 0:
+            raise ConfigError("force_delete_after_s must not be negative")
 
     def apiserver_flags(self) -> list[str]:
         return [

@@ -35,7 +35,7 @@ def hashkv(env: LocalEnvironment, revision: int | None = None) -> dict[str, int]
     for m in env.members:
         out = netns.ns_run(
             env.names.client_ns(m.zone),
-            [env.state["etcd"]["etcdctl"], f"--endpoints={m.client_url}", "endpoint", "hashkv",
+            [env.etcdctl, f"--endpoints={m.client_url}", "endpoint", "hashkv",
              f"--rev={revision}", "-w", "json"],
             timeout=env.config.timeouts.command,
         )

@@ -23,6 +23,7 @@ class PodPlacement:
     reason: str | None  # the scheduler's message while unschedulable
     deleting: bool
     labels: dict[str, str]
+    ip: str | None = None
 
     def domain(self, key: str) -> str | None:
         """The pod's topology domain: "zone", "node", "host", or any node label of its node."""
@@ -55,6 +56,7 @@ def observe(api: Any, namespace: str) -> list[PodPlacement]:
             reason=reason,
             deleting=p.metadata.deletion_timestamp is not None,
             labels=labels,
+            ip=p.status.pod_ip,
         ))
     return out
 

@@ -52,6 +52,9 @@ class Seed:
     storage_class: str | None  # None: the cluster's default StorageClass
     # True when no provisioner exists and the harness must create zonal volumes itself.
     static_volumes: bool = False
+    # The local seed's node agents run etcd and kube-apiserver pods as real processes; the
+    # shoot API is then reached through this load balancer address (from a client zone).
+    shoot_api: str | None = None
 
 
 class Environment(Protocol):

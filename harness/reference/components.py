@@ -22,9 +22,13 @@ class Component:
     ha_type: str  # high-availability-config type: server | controller
     image: str
     ports: tuple[int, ...]
+    # On the local seed, what the node agent runs for it when the reference runs for real
+    # (None: kwok simulates it), and for StatefulSets the base of its members' fixed addresses.
+    runs_as: str | None = None
+    ip_base: int | None = None
 
 
-def _etcd(role: str) -> Component:
+def _etcd(role: str, ip_base: int) -> Component:
     # GEP-20 writes its etcd rules against `app: etcd-statefulset` alone; etcd-druid also sets
     # `instance`, and the rules must use it: with `app` alone etcd-main and etcd-events would
     # repel each other and three zones could hold only one of the two clusters.
@@ -37,14 +41,16 @@ def _etcd(role: str) -> Component:
         ha_type="server",
         image="registry.k8s.io/etcd:3.5.21-0",
         ports=(2379, 2380),
+        runs_as="etcd",
+        ip_base=ip_base,
     )
 
 
 COMPONENTS: dict[str, Component] = {
     c.name: c
     for c in (
-        _etcd("main"),
-        _etcd("events"),
+        _etcd("main", 100),
+        _etcd("events", 110),
         Component(
             name="kube-apiserver",
             kind="Deployment",
@@ -53,6 +59,7 @@ COMPONENTS: dict[str, Component] = {
             ha_type="server",
             image="registry.k8s.io/kube-apiserver:v1.36.3",
             ports=(443,),
+            runs_as="kube-apiserver",
         ),
         Component(
             name="gardener-resource-manager",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
 from harness.kube import cluster
+from harness.kube.agent import PKI_SECRET
 from harness.probes import placement
 from harness.probes.placement import PodPlacement
 from harness.providers.base import Seed
@@ -73,14 +75,50 @@ def settled(spec: ReferenceSpec, pods: list[PodPlacement]) -> str | None:
     return "; ".join(waiting) or None
 
 
+def shoot_pki(spec: ReferenceSpec, seed: Seed) -> dict[str, Any]:
+    """The shoot's own CA and keys, as a Secret the node agents hand to its kube-apiservers.
+    The serving certificate names the load balancer's address, where clients reach it."""
+    import base64
+    import tempfile
+    from dataclasses import fields
+
+    from harness.kube.pki import generate_pki
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pki = generate_pki(Path(tmp), extra_ips=(seed.shoot_api,) if seed.shoot_api else ())
+        files = [getattr(pki, f.name) for f in fields(pki)]
+        data = {p.name: base64.b64encode(p.read_bytes()).decode() for p in files}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": PKI_SECRET, "namespace": spec.namespace}, "data": data}
+
+
+def _exists(api: Any, namespace: str, secret: str) -> bool:
+    from kubernetes import client as k8s
+
+    with cluster.api_errors(f"reading {namespace}/{secret}"):
+        try:
+            k8s.CoreV1Api(api).read_namespaced_secret(secret, namespace)
+        except k8s.ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+    return True
+
+
 def deploy(seed: Seed, spec: ReferenceSpec, timeout: float) -> list[PodPlacement]:
-    """Apply the reference to the seed and wait until the scheduler has placed every pod it can."""
+    """Apply the reference to the seed and wait until the scheduler has placed every pod it can
+    (and, when it runs for real, until those pods are Running and ready)."""
+    if spec.real and seed.shoot_api is None:
+        raise ConfigError("only the local seed runs the reference for real (its node agents); on this seed "
+                          "deploy it without `real` and let the cluster's own kubelets run it")
     api = cluster.connect(seed.kube)
     objects = render(spec)
     await_namespace_gone(api, spec.namespace, timeout)
     apply(api, objects[:1])
     if seed.static_volumes:
         apply(api, volume_pool(spec))
+    if spec.real and not _exists(api, spec.namespace, PKI_SECRET):
+        apply(api, [shoot_pki(spec, seed)])  # once: running kube-apiservers keep the CA they started with
     apply(api, objects[1:])
     observed = wait_for(
         lambda: (pods := placement.observe(api, spec.namespace), settled(spec, pods)),

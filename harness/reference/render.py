@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.kube.agent import IP_BASE_ANNOTATION
+from harness.kube.controlplane import AGENT_LABEL
 from harness.reference import conventions as conv
 from harness.reference.components import COMPONENTS, CONTROLPLANE_ROLE, ETCDS, Component
 
@@ -28,6 +30,9 @@ TOLERANCES = ("none", "node", "zone")
 DEFAULT_NAMESPACE = "shoot--harness--ref"
 DEFAULT_STORAGE_CLASS = "harness-zonal"
 ETCD_VOLUME_SIZE = "1Gi"
+# How long a deleted pod's process has to stop; it also delays the force deletion of pods on
+# unreachable nodes (they count from the end of it).
+TERMINATION_GRACE_S = 5
 
 # GEP-20 form replica counts: etcd 3 for HA, 1 without; GRM "deployed with 3 replicas";
 # kube-apiserver's minimum is the number of zones it spreads over (MinReplicas =
@@ -46,6 +51,8 @@ class ReferenceSpec:
     form: str = "gep20"
     namespace: str = DEFAULT_NAMESPACE
     storage_class: str | None = DEFAULT_STORAGE_CLASS  # None: the cluster's default class
+    # Local seed: etcd and kube-apiserver pods run as real processes under the node agents.
+    real: bool = False
     zones: tuple[str, ...] = field(init=False)  # the zones the control plane uses
 
     def __post_init__(self) -> None:
@@ -121,7 +128,13 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
         "ports": [{"containerPort": p} for p in c.ports],
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
     }
-    pod_spec: dict[str, Any] = {"containers": [container], **scheduling}
+    pod_spec: dict[str, Any] = {"containers": [container], "terminationGracePeriodSeconds": TERMINATION_GRACE_S,
+                                **scheduling}
+    pod_meta: dict[str, Any] = {"labels": dict(c.labels)}
+    if spec.real and c.runs_as:
+        pod_meta["labels"][AGENT_LABEL] = c.runs_as
+        if c.ip_base is not None:
+            pod_meta["annotations"] = {IP_BASE_ANNOTATION: str(c.ip_base)}
     workload: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": c.kind,
@@ -130,7 +143,7 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
         "spec": {
             "replicas": count,
             "selector": {"matchLabels": dict(c.selector)},
-            "template": {"metadata": {"labels": dict(c.labels)}, "spec": pod_spec},
+            "template": {"metadata": pod_meta, "spec": pod_spec},
         },
     }
     if c.kind == "StatefulSet":

@@ -1,4 +1,5 @@
 """Gherkin step definitions: thin functions that parse, call the harness and hand on state
 through target_fixture. Registered by the harness's pytest plugin."""
 
-STEP_MODULES = ["harness.steps.region", "harness.steps.faults", "harness.steps.checks", "harness.steps.placement"]
+STEP_MODULES = ["harness.steps.region", "harness.steps.faults", "harness.steps.checks", "harness.steps.placement",
+                "harness.steps.shoot"]

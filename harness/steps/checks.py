@@ -10,7 +10,7 @@ from harness import judge
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged, converged_keys
 from harness.probes.etcd import hashkv
-from harness.providers.local.region import LocalEnvironment
+from harness.providers.local.region import EtcdMembers
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
@@ -26,13 +26,13 @@ def _await(figure: Callable[[], T | None], limit: float, what: str) -> T | None:
 
 
 @then(parsers.parse("a new leader is elected in a surviving zone within {limit:g} s"))
-def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
+def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
     h = probe.history
     found = _await(lambda: av.new_leader_after(h.samples, outage.start, outage.leader_id_before, h.member_ids), limit,
                    "a new leader")
     judge.at_most(found[0] if found else None, limit, "time to a new leader", seen=found)
-    judge.holds(env.member(found[1]).zone not in outage.zones, f"new leader {found[1]} is in a surviving zone",
-                seen=env.member(found[1]).zone)
+    judge.holds(etcd.member(found[1]).zone not in outage.zones, f"new leader {found[1]} is in a surviving zone",
+                seen=etcd.member(found[1]).zone)
 
 
 @then(parsers.parse("writes resume within {limit:g} s of the outage"))
@@ -54,11 +54,11 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
 
 
 @then("a leader exists in a surviving zone")
-def _(env: LocalEnvironment, outage: Outage) -> None:
-    survivors = [m.name for m in env.members if m.zone not in outage.zones]
-    statuses = env.wait_healthy(members=survivors)
-    leader = env.leader({n: statuses[n] for n in survivors})
-    judge.holds(leader is not None and env.member(leader).zone not in outage.zones,
+def _(etcd: EtcdMembers, outage: Outage) -> None:
+    survivors = [m.name for m in etcd.members if m.zone not in outage.zones]
+    statuses = etcd.wait_healthy(members=survivors)
+    leader = etcd.leader({n: statuses[n] for n in survivors})
+    judge.holds(leader is not None and etcd.member(leader).zone not in outage.zones,
                 "the surviving members agree on a leader in a surviving zone", seen=leader)
 
 
@@ -71,9 +71,9 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
 
 
 @then(parsers.parse('serializable reads from the member in zone "{zone}" are still served'))
-def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
+def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
     last_cut = max(f.event.data.get("injected_at", f.event.start) for f in outage.faults)
-    for m in env.members_in(zone):
+    for m in etcd.members_in(zone):
         served, failed = av.reads_served(probe.history.samples, m.name, last_cut, outage.healed_at or timeline.now())
         judge.holds(served > 0 and failed == 0, f"every serializable read of {m.name} served while quorum was lost",
                     seen={"served": served, "failed": failed})
@@ -97,28 +97,28 @@ def _catch_up(probe: AvailabilityProbe, outage: Outage, names: list[str], limit:
 
 
 @then(parsers.parse("its member catches up within {limit:g} s"))
-def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
-    _catch_up(probe, outage, [m.name for z in outage.returned for m in env.members_in(z)], limit)
+def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
+    _catch_up(probe, outage, [m.name for z in outage.returned for m in etcd.members_in(z)], limit)
 
 
 @then(parsers.parse('member "{member}" catches up within {limit:g} s'))
-def _(env: LocalEnvironment, probe: AvailabilityProbe, outage: Outage, member: str, limit: float) -> None:
-    _catch_up(probe, outage, [env.member(member).name], limit)
+def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, member: str, limit: float) -> None:
+    _catch_up(probe, outage, [etcd.member(member).name], limit)
 
 
 @then("all members end with equal HashKV")
-def _(env: LocalEnvironment, probes) -> None:
+def _(etcd: EtcdMembers, probes) -> None:
     probes.stop_all()
-    converged(env, env.config.timeouts.recovery)
-    judge.none_of(diverging_hashes(hashkv(env)), "members whose HashKV differs")
+    converged(etcd, etcd.config.timeouts.recovery)
+    judge.none_of(diverging_hashes(hashkv(etcd)), "members whose HashKV differs")
 
 
 @then("no acknowledged write is lost")
-def _(env: LocalEnvironment, probes, probe: AvailabilityProbe) -> None:
+def _(etcd: EtcdMembers, probes, probe: AvailabilityProbe) -> None:
     probes.stop_all()
     h = probe.history
     judge.holds(len(h.acked()) > 0, "the probe had acknowledged writes to check", seen=len(h.acked()))
-    views = converged_keys(env, h.prefix, env.config.timeouts.recovery)
+    views = converged_keys(etcd, h.prefix, etcd.config.timeouts.recovery)
     for member, keys in views.items():
         judge.holds(isinstance(keys, list), f"{member} answered the read-back", seen=keys)
         judge.none_of(lost_writes(h.acked(), seqs_from_keys(keys, h.prefix)), f"acknowledged writes missing on {member}")

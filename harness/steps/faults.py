@@ -8,44 +8,51 @@ from pytest_bdd import parsers, when
 
 from harness.errors import ConfigError
 from harness.faults.runner import FaultRunner
-from harness.providers.local.region import LocalEnvironment
+from harness.providers.local.region import EtcdMembers
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 
 NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its link": "node-link-down"}
 
 
-def _apply(env: LocalEnvironment, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
-    statuses = env.status()
-    leader = env.leader(statuses)
+def _apply(etcd: EtcdMembers, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
+    statuses = etcd.status()
+    leader = etcd.leader(statuses)
     ids = {name: s.member_id for name, s in statuses.items() if not isinstance(s, str)}
     applied = [faults.inject(kind, t) for t in targets]
     # From the first fault's own start: the runner's health check before it is not outage.
     outage = Outage(applied, applied[0].event.start, leader, ids.get(leader or "", 0))
-    time.sleep(seconds)
+    if seconds:
+        time.sleep(seconds)
     return outage
 
 
 @when(parsers.parse("the target zone goes down for {seconds:g} s"), target_fixture="outage")
-def _(env, faults, target_zone: str, seconds: float) -> Outage:
-    return _apply(env, faults, "zone-outage", [target_zone], seconds)
+def _(etcd, faults, target_zone: str, seconds: float) -> Outage:
+    return _apply(etcd, faults, "zone-outage", [target_zone], seconds)
+
+
+@when(parsers.parse('zone "{zone}" goes down'), target_fixture="outage")
+def _(etcd, faults, zone: str) -> Outage:
+    """Down until a later step brings it back; the steps between judge it while it lasts."""
+    return _apply(etcd, faults, "zone-outage", [zone], 0)
 
 
 @when(parsers.parse('zone "{zone}" goes down for {seconds:g} s'), target_fixture="outage")
-def _(env, faults, zone: str, seconds: float) -> Outage:
-    return _apply(env, faults, "zone-outage", [zone], seconds)
+def _(etcd, faults, zone: str, seconds: float) -> Outage:
+    return _apply(etcd, faults, "zone-outage", [zone], seconds)
 
 
 @when(parsers.parse('zones "{first}" and "{second}" go down for {seconds:g} s'), target_fixture="outage")
-def _(env, faults, first: str, second: str, seconds: float) -> Outage:
-    return _apply(env, faults, "zone-outage", [first, second], seconds)
+def _(etcd, faults, first: str, second: str, seconds: float) -> Outage:
+    return _apply(etcd, faults, "zone-outage", [first, second], seconds)
 
 
 @when(parsers.parse('node "{node}" {how} for {seconds:g} s'), target_fixture="outage")
-def _(env, faults, node: str, how: str, seconds: float) -> Outage:
+def _(etcd, faults, node: str, how: str, seconds: float) -> Outage:
     if how not in NODE_MODES:
         raise ConfigError(f"unknown node failure {how!r}; accepted: {', '.join(NODE_MODES)}")
-    return _apply(env, faults, NODE_MODES[how], [node], seconds)
+    return _apply(etcd, faults, NODE_MODES[how], [node], seconds)
 
 
 def _restore(faults: FaultRunner, timeline: Timeline, outage: Outage, targets: list[str] | None) -> Outage:
@@ -73,6 +80,12 @@ def _(faults, timeline, outage: Outage, zone: str) -> Outage:
 @when(parsers.parse('node "{node}" comes back'), target_fixture="outage")
 def _(faults, timeline, outage: Outage, node: str) -> Outage:
     return _restore(faults, timeline, outage, [node])
+
+
+@when(parsers.parse('node "{node}" fails'), target_fixture="outage")
+def _(etcd, faults, node: str) -> Outage:
+    """The node's processes die (its kubelet stand-in too) until a later step brings it back."""
+    return _apply(etcd, faults, "node-kill", [node], 0)
 
 
 @when(parsers.parse('node "{node}" is drained'))

@@ -48,11 +48,12 @@ def _(shoot: Shoot, name: str, zones: str) -> None:
     judge.equal(sorted(counts.values()), [1] * int(zones), f"{name} pods per zone ({dict(counts)})")
 
 
-@then(parsers.parse("{name} replicas span {zones:d} zones with max skew {skew:d}"))
-def _(shoot: Shoot, name: str, zones: int, skew: int) -> None:
+@then(parsers.re(r"(?P<name>[\w-]+) replicas span (?P<zones>\d+) zones with max skew (?P<skew>\d+)"))
+def _(shoot: Shoot, name: str, zones: str, skew: str) -> None:
+    zones_, skew_ = int(zones), int(skew)
     counts = placement.per_domain(_pods(shoot, name), "zone")
-    judge.equal(len(counts), zones, f"zones holding {name} replicas ({dict(counts)})")
-    judge.holds(placement.max_skew(counts, shoot.spec.zones) <= skew, f"{name} skew across zones at most {skew}",
+    judge.equal(len(counts), zones_, f"zones holding {name} replicas ({dict(counts)})")
+    judge.holds(placement.max_skew(counts, shoot.spec.zones) <= skew_, f"{name} skew across zones at most {skew_}",
                 seen=dict(counts))
 
 
@@ -162,5 +163,5 @@ def _(shoot: Shoot, limit: float, count: int, name: str, zone: str) -> None:
         return [p for p in _pods(shoot, name) if p.phase == "Running" and p.ready and p.zone not in (None, zone)]
 
     first_within(lambda: True if len(outside()) == count else None, f"{count} {name} replicas outside {zone}", limit)
-    judge.equal(len(outside()), count, f"{name} replicas Running outside {zone} after {limit:g} s "
-                f"({[(p.name, p.zone) for p in outside()]})")
+    judge.equal(len(outside()), count, f"{name} replicas Running and ready outside {zone} after {limit:g} s\n"
+                + placement.table(_pods(shoot, name)))

@@ -9,7 +9,7 @@ from pytest_bdd import given, parsers
 
 from harness.errors import ConfigError
 from harness.probes.availability import AvailabilityProbe
-from harness.providers.local.region import LocalEnvironment
+from harness.providers.local.region import EtcdMembers, LocalEnvironment
 
 
 @given(parsers.parse("a healthy region with {members:d} etcd members spread over {zones:d} zones"), target_fixture="env")
@@ -31,15 +31,15 @@ def _(region_factory: Callable[..., LocalEnvironment], members: int, layout: str
 
 
 @given("the zone of the etcd leader is the target zone", target_fixture="target_zone")
-def _(env: LocalEnvironment) -> str:
-    leader = env.leader(env.wait_healthy())
-    return env.member(leader).zone  # type: ignore[arg-type]
+def _(etcd: EtcdMembers) -> str:
+    leader = etcd.leader(etcd.wait_healthy())
+    return etcd.member(leader).zone  # type: ignore[arg-type]
 
 
 @given("a zone without the etcd leader is the target zone", target_fixture="target_zone")
-def _(env: LocalEnvironment) -> str:
-    leader = env.leader(env.wait_healthy())
-    return next(z for z in env.zones if z != env.member(leader).zone)  # type: ignore[arg-type]
+def _(etcd: EtcdMembers) -> str:
+    leader = etcd.leader(etcd.wait_healthy())
+    return next(z for z in etcd.zones if z != etcd.member(leader).zone)  # type: ignore[arg-type]
 
 
 @given(parsers.parse('zone "{zone}" is the target zone'), target_fixture="target_zone")
@@ -48,11 +48,11 @@ def _(env: LocalEnvironment, zone: str) -> str:
 
 
 @given(parsers.parse("write and read probes run every {ms:d} ms from a client in another zone"), target_fixture="probe")
-def _(probes, env: LocalEnvironment, target_zone: str, ms: int) -> AvailabilityProbe:
-    via = next(z for z in env.zones if z != target_zone)
-    return probes.start(via, ms / 1000)
+def _(probes, etcd: EtcdMembers, target_zone: str, ms: int) -> AvailabilityProbe:
+    via = next(z for z in etcd.zones if z != target_zone)
+    return probes.start(etcd, via, ms / 1000)
 
 
 @given(parsers.parse('write and read probes run every {ms:d} ms from a client in zone "{zone}"'), target_fixture="probe")
-def _(probes, env: LocalEnvironment, zone: str, ms: int) -> AvailabilityProbe:
-    return probes.start(env.zone(zone), ms / 1000)
+def _(probes, etcd: EtcdMembers, zone: str, ms: int) -> AvailabilityProbe:
+    return probes.start(etcd, etcd.zone(zone), ms / 1000)

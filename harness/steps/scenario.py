@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.faults.runner import ActiveFault
 from harness.probes.placement import PodPlacement
@@ -33,3 +34,4 @@ class Shoot:
     seed: Seed
     spec: ReferenceSpec
     placed: list[PodPlacement]
+    etcds: dict[str, Any] = field(default_factory=dict)  # running for real: its etcd clusters as probes see them

@@ -68,6 +68,9 @@ def fail_node(env: LocalEnvironment, node: str, mode: str) -> dict[str, Any]:
             env.kill_member(member.name)
         for pid in netns.netns_pids(ns):
             signal_pid(pid, signal.SIGKILL)
+        # A dead machine answers for none of its pods' addresses any more.
+        netns.run(["ip", "-n", ns, "addr", "flush", "dev", "eth0", "secondary"], check=False,
+                  timeout=env.config.timeouts.command)
     elif mode == "freeze":
         for pid in netns.netns_pids(ns):
             signal_pid(pid, signal.SIGSTOP)

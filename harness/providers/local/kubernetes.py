@@ -12,6 +12,7 @@ import fcntl
 import ipaddress
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,19 @@ from harness.wait import wait_for
 
 # Zonal volumes on the local seed: no provisioner, the scheduler binds pre-created zonal PVs.
 STORAGE_CLASS = "harness-zonal"
+# Deployment pods that run for real get addresses <zone subnet>.<start + size*i + j> on the
+# zone's node i; StatefulSet pods get fixed ones below that (harness.kube.agent).
+POD_POOL_START = 120
+POD_POOL_SIZE = 4
+# The shoot API's load balancer sits on a subnet of its own behind the router, outside every zone.
+LB_SUBNET = 200
+LB_BRIDGE = "b-lb"
+
+
+def lb_address(env: LocalEnvironment) -> str:
+    return f"{env.spec.subnet_prefix}.{LB_SUBNET}.10"
+
+
 # /30 per region: .1 in the harness's namespace (the API server), .2 in the router.
 UPLINK_POOL = ipaddress.ip_network("10.76.0.0/16")
 ROUTER_UPLINK = "uplink"
@@ -95,6 +109,15 @@ def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str
         netns.run(["ip", "link", "del", env.names.uplink], check=False)
         env.update(lambda st: st.pop("uplink", None))
         raise
+    try:
+        _start_node_agents(env, cp)
+        # Outside every zone, as Gardener's garbage collection runs in the seed's control plane.
+        cp.start_component("pod-gc", [sys.executable, "-m", "harness.kube.podgc", f"--kubeconfig={cp.kubeconfig}",
+                                      f"--after={cp.timings.force_delete_after_s}"])
+        _start_load_balancer(env, cp.workdir / "lb")
+    except BaseException:
+        cp.stop()
+        raise
     record: dict[str, Any] = {"workdir": str(cp.workdir), "kubeconfig": str(cp.kubeconfig), "apiserver": cp.apiserver_url}
     env.update(lambda st: st.update(kubernetes=record))
     from kubernetes import client as k8s
@@ -111,6 +134,52 @@ def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str
         record |= {"merged_into": str(merge_into), "merged_created_file": created, "context": context_name(env.spec.name)}
         env.update(lambda st: st.update(kubernetes=record))
     return record
+
+
+def pod_pool(env: LocalEnvironment, node: str) -> list[str]:
+    """The addresses a node gives the Deployment pods it runs for real (a load balancer's targets)."""
+    n = env.node(node)
+    index = [x.name for x in env.nodes_in(n.zone)].index(node)
+    prefix = n.address.rsplit(".", 1)[0]
+    first = POD_POOL_START + POD_POOL_SIZE * index
+    return [f"{prefix}.{first + i}" for i in range(POD_POOL_SIZE)]
+
+
+def _start_node_agents(env: LocalEnvironment, cp: Any) -> None:
+    """One agent per node, inside the node's namespace (a kubelet for the pods that run for real)."""
+    from harness.kube import ensure_binaries, sources_from_env
+
+    bins = ensure_binaries(sources_from_env())
+    subnets = ",".join(f"{z}={env.names.gateway(z).rsplit('.', 1)[0]}" for z in env.zones)
+    volumes = env.config.data_dir / env.spec.name / "volumes"
+    for node in env.nodes:
+        pool = pod_pool(env, node.name)
+        cp.start_component(f"agent-{node.name}", [
+            "ip", "netns", "exec", env.names.node_ns(node.name), sys.executable, "-m", "harness.kube.agent",
+            f"--node={node.name}", f"--zone={node.zone}", f"--kubeconfig={cp.kubeconfig}",
+            f"--workdir={cp.workdir / 'agents'}", f"--logs={cp.workdir / 'logs' / 'pods'}", f"--volumes={volumes}",
+            f"--zone-subnets={subnets}", f"--pool={pool[0]}-{pool[-1].rsplit('.', 1)[1]}", f"--host-ip={node.address}",
+            f"--etcd={bins.etcd}", f"--kube-apiserver={bins.kube_apiserver}",
+        ])
+
+
+def _start_load_balancer(env: LocalEnvironment, workdir: Path) -> None:
+    """HAProxy on a subnet of its own behind the router, outside every zone, with every node's pod
+    addresses as targets: its health checks pick the kube-apiservers that answer, as a cloud
+    load balancer's do."""
+    from harness.kube import loadbalancer
+
+    n, t = env.names, env.config.timeouts.command
+    gateway = f"{env.spec.subnet_prefix}.{LB_SUBNET}.1"
+    netns.run(["ip", "-n", n.router, "-batch", "-"], timeout=t,
+              stdin=f"link add {LB_BRIDGE} type bridge\naddr add {gateway}/24 dev {LB_BRIDGE}\nlink set {LB_BRIDGE} up\n")
+    lb_ns = f"{n.prefix}-lb"
+    env.update(lambda st: st["namespaces"].append(lb_ns))  # recorded first: `down` deletes it
+    record = loadbalancer.start(loadbalancer.LoadBalancerSpec(
+        netns=lb_ns, router_ns=n.router, bridge=LB_BRIDGE, address=lb_address(env), prefix_len=24, gateway=gateway,
+        port=443, backends=tuple(ip for node in env.nodes for ip in pod_pool(env, node.name)), workdir=workdir,
+    ))
+    env.update(lambda st: st.update(loadbalancer=record))
 
 
 def stop_for(config: Config, region: str, state: dict[str, Any] | None) -> list[str]:
@@ -167,7 +236,7 @@ def restore_silenced(env: LocalEnvironment) -> list[str]:
 
 def restart_node_agents(env: LocalEnvironment, node: str) -> bool:
     cp = _control_plane(env)
-    return bool(cp and cp.restart_kwok(node))
+    return bool(cp and cp.restart_node(node))
 
 
 def sweep_cordons(env: LocalEnvironment) -> list[str]:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ctypes
+import http.client
 import os
 import shutil
+import socket
+import ssl
 import subprocess
 import threading
 from contextlib import contextmanager
@@ -89,3 +92,34 @@ def entered(ns: str) -> Iterator[None]:
     finally:
         os.close(target)
         os.close(home)
+
+
+class NsHTTPConnection(http.client.HTTPConnection):
+    """An HTTP connection whose socket is opened inside network namespace `netns` (None: here)."""
+
+    def __init__(self, host: str, port: int, timeout: float, netns: str | None) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._netns = netns
+
+    def connect(self) -> None:
+        if self._netns is None:
+            self.sock = socket.create_connection((self.host, self.port), self.timeout)
+        else:
+            with entered(self._netns):
+                self.sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class NsHTTPSConnection(http.client.HTTPSConnection):
+    """The same over TLS, for the kube-apiservers of a shoot behind its load balancer."""
+
+    def __init__(self, host: str, port: int, timeout: float, netns: str | None, context: ssl.SSLContext) -> None:
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._netns = netns
+
+    def connect(self) -> None:
+        if self._netns is None:
+            super().connect()
+        else:
+            with entered(self._netns):
+                super().connect()

@@ -95,22 +95,14 @@ def plan(spec: RegionSpec) -> tuple[tuple[Node, ...], tuple[Member, ...]]:
     return nodes, tuple(members)
 
 
-class LocalEnvironment(StateBacked, Topology):
-    """A running local region, as recorded in its state file."""
+class EtcdMembers(Topology):
+    """An etcd cluster whose members sit in the region's zones, reached from its client namespaces:
+    the region's own members, or those of a shoot control plane the seed's scheduler placed.
+    Probes, checks and validators work the same on both."""
 
-    provider = "local"
-    node_failure_modes = effects.NODE_FAILURE_MODES
+    config: Config
+    names: Names
 
-    def __init__(self, config: Config, state: dict[str, Any]) -> None:
-        self.config = config
-        self.state = state
-        self.spec = RegionSpec(**{**state["spec"], "zones": tuple(state["spec"]["zones"])})
-        self.names = Names(self.spec)
-        self.nodes, self.members = plan(self.spec)
-        self.zones = self.spec.zones
-        self.path = state_path(config.state_dir, self.spec.name)
-
-    # -- reaching members -------------------------------------------------
     def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
         """A client for one member, opened from the client namespace of `via_zone`
         (default: the member's own zone, like a sidecar next to it)."""
@@ -141,12 +133,11 @@ class LocalEnvironment(StateBacked, Topology):
         (leader_id,) = leaders
         return next((name for name, mid in ids.items() if mid == leader_id), None)
 
-    def wait_healthy(
+    def wait_members(
         self, timeout: float | None = None, members: list[str] | None = None, max_lag: int = 20
     ) -> dict[str, Status | str]:
         """Wait until the named members (default all) answer, agree on one leader, and have each
-        applied the log to within `max_lag` entries of the most advanced one (caught up); with
-        the local seed running and no member named, also until every seed node is Ready."""
+        applied the log to within `max_lag` entries of the most advanced one (caught up)."""
         wanted = members or [m.name for m in self.members]
 
         def healthy(st: dict[str, Status | str]) -> bool:
@@ -157,12 +148,39 @@ class LocalEnvironment(StateBacked, Topology):
             leaders = {s.leader for s in ok}  # type: ignore[union-attr]
             return len(leaders) == 1 and 0 not in leaders and max(applied) - min(applied) <= max_lag
 
-        statuses = wait_for(
+        return wait_for(
             self.status,
             healthy,
             f"etcd members {', '.join(wanted)} healthy, caught up, with one leader",
             timeout or self.config.timeouts.member_ready,
         )
+
+
+class LocalEnvironment(StateBacked, EtcdMembers):
+    """A running local region, as recorded in its state file."""
+
+    provider = "local"
+    node_failure_modes = effects.NODE_FAILURE_MODES
+
+    def __init__(self, config: Config, state: dict[str, Any]) -> None:
+        self.config = config
+        self.state = state
+        self.spec = RegionSpec(**{**state["spec"], "zones": tuple(state["spec"]["zones"])})
+        self.names = Names(self.spec)
+        self.nodes, self.members = plan(self.spec)
+        self.zones = self.spec.zones
+        self.path = state_path(config.state_dir, self.spec.name)
+
+    @property
+    def etcdctl(self) -> str:
+        return str(self.state["etcd"]["etcdctl"])
+
+    def wait_healthy(
+        self, timeout: float | None = None, members: list[str] | None = None, max_lag: int = 20
+    ) -> dict[str, Status | str]:
+        """The members healthy (see EtcdMembers.wait_members); with the local seed running and no
+        member named, also every seed node Ready."""
+        statuses = self.wait_members(timeout, members, max_lag)
         if members is None and self.refresh().get("kubernetes"):
             from harness.providers.local.kubernetes import wait_nodes_ready
 
@@ -305,14 +323,14 @@ class LocalRegion:
 
     def seed(self, env: Any) -> Seed:
         """The local seed: the Kubernetes control plane beside the region, started on first use."""
-        from harness.providers.local.kubernetes import STORAGE_CLASS, start_for
+        from harness.providers.local.kubernetes import STORAGE_CLASS, lb_address, start_for
 
         assert isinstance(env, LocalEnvironment)
         if env.refresh().get("kubernetes") is None:
             start_for(env)
         access = env.kube()
         assert access is not None
-        return Seed(access, STORAGE_CLASS, static_volumes=True)
+        return Seed(access, STORAGE_CLASS, static_volumes=True, shoot_api=lb_address(env))
 
     def up(self) -> LocalEnvironment:
         binary = self.check_prerequisites()

@@ -1,0 +1,109 @@
+@gep20 @outage
+Feature: GEP-20's zone outage experiment, automated
+  GEP-20's authors cut one zone of an AWS region off by hand (appendix "Availability Zone
+  Outage simulation"): every subnet of the zone got a deny-all network ACL, and they watched
+  the nodes go NotReady, the zone's etcd members stay Pending while the other two kept
+  quorum, and the API servers move to the surviving zones. Here the reference control plane
+  runs for real on the local seed: etcd-main, etcd-events and kube-apiserver are real
+  processes on addresses of their own in their nodes' zones, placed by the real scheduler,
+  behind an HAProxy load balancer; gardener-resource-manager is simulated. The router denies
+  all traffic crossing zone-a's subnet, which stops zone-a's node heartbeats and its pods'
+  traffic alike. Seed timings (harness/kube/timings.py): a node is NotReady 8 s after its last
+  heartbeat; its pods are evicted 5 s later; pods still Terminating on an unreachable node
+  are force-deleted 10 s after their 5 s grace period (Gardener's garbage collection: 5 min).
+
+  Scenario: A zone outage in the GEP-20 form: every stateless replica moves, the etcd members wait
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "zone-b"
+    Then the pods of the shoot control plane are
+      | component                 | zone   | phase   |
+      | etcd-main                 | zone-a | Running |
+      | etcd-main                 | zone-b | Running |
+      | etcd-main                 | zone-c | Running |
+      | etcd-events               | zone-a | Running |
+      | etcd-events               | zone-b | Running |
+      | etcd-events               | zone-c | Running |
+      | kube-apiserver            | zone-a | Running |
+      | kube-apiserver            | zone-b | Running |
+      | kube-apiserver            | zone-c | Running |
+      | gardener-resource-manager | zone-a | Running |
+      | gardener-resource-manager | zone-b | Running |
+      | gardener-resource-manager | zone-c | Running |
+    When zone "zone-a" goes down
+    Then within 20 s the nodes of zone "zone-a" are NotReady and tainted unreachable
+    And etcd-main keeps quorum with 2 members
+    And etcd-events keeps quorum with 2 members
+    And the shoot API is writable again within 5 s of the outage
+    And within 30 s all 3 kube-apiserver replicas are Running outside zone "zone-a"
+    And within 30 s all 3 gardener-resource-manager replicas are Running outside zone "zone-a"
+    And within 60 s the pods of the shoot control plane are
+      | component   | zone   | phase   |
+      | etcd-main   | zone-b | Running |
+      | etcd-main   | zone-c | Running |
+      | etcd-main   | -      | Pending |
+      | etcd-events | zone-b | Running |
+      | etcd-events | zone-c | Running |
+      | etcd-events | -      | Pending |
+    When zone "zone-a" comes back
+    Then within 60 s every pod of the shoot control plane is Running
+    And etcd-main has one member in each of 3 zones
+    And etcd-events has one member in each of 3 zones
+    And etcd-main members end with equal HashKV
+    And etcd-events members end with equal HashKV
+    And no acknowledged write is lost
+    And no acknowledged shoot API write is lost
+
+  Scenario: A zone outage in the conventions form: the zone spread keeps one kube-apiserver Pending
+    With maxSkew 1 over three zone domains and the zone-a nodes still counted (the default
+    nodeTaintsPolicy), a replacement in zone-b or zone-c would leave zone-a two behind: the
+    scheduler keeps it Pending, and two kube-apiservers serve until the zone returns.
+
+    Given the reference control plane with failure tolerance "zone" in the conventions form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "zone-b"
+    When zone "zone-a" goes down
+    Then within 20 s the nodes of zone "zone-a" are NotReady and tainted unreachable
+    And etcd-main keeps quorum with 2 members
+    And the shoot API is writable again within 5 s of the outage
+    And within 60 s the pods of the shoot control plane are
+      | component      | zone   | phase   |
+      | etcd-main      | zone-b | Running |
+      | etcd-main      | zone-c | Running |
+      | etcd-main      | -      | Pending |
+      | etcd-events    | zone-b | Running |
+      | etcd-events    | zone-c | Running |
+      | etcd-events    | -      | Pending |
+      | kube-apiserver | zone-b | Running |
+      | kube-apiserver | zone-c | Running |
+      | kube-apiserver | -      | Pending |
+    And 1 kube-apiserver pod stays Pending because "didn't match pod topology spread constraints"
+    When zone "zone-a" comes back
+    Then within 60 s every pod of the shoot control plane is Running
+    And etcd-main has one member in each of 3 zones
+    And kube-apiserver has one replica in each of 3 zones
+    And etcd-main members end with equal HashKV
+    And no acknowledged write is lost
+    And no acknowledged shoot API write is lost
+
+  Scenario: A node failure moves its etcd member to the other node of its zone (GEP-20 case #2)
+    GEP-20 "Impact of Node failure": the scheduler looks for another node in the same zone, as
+    the member's volume keeps it there; the member comes back from its data on that node.
+
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When the node of the etcd-main member in zone "zone-b" fails
+    Then within 60 s no etcd-main member runs on the failed node
+    And within 60 s the pods of the shoot control plane are
+      | component   | zone   | phase   |
+      | etcd-main   | zone-a | Running |
+      | etcd-main   | zone-b | Running |
+      | etcd-main   | zone-c | Running |
+      | etcd-events | zone-a | Running |
+      | etcd-events | zone-b | Running |
+      | etcd-events | zone-c | Running |
+    And etcd-main members end with equal HashKV
+    And no acknowledged write is lost

@@ -1,0 +1,466 @@
+"""The node agent: what a kubelet does, for the pods that run for real on one local seed node.
+
+One agent per node runs inside the node's network namespace (so it shares the node's fate on
+the network) and looks after the pods bound to its node that carry AGENT_LABEL: etcd members
+and kube-apiservers of the reference control plane. It gives each pod an address of its own in
+the node's zone subnet, starts the process, reports phase, pod IP and readiness (from the
+process's own health endpoint), restarts a process that dies after it was ready, reports a
+process that cannot start as a Failed pod with the reason, stops the process gracefully when the
+pod is deleted and then confirms the deletion. kwok keeps simulating every other pod.
+
+    python -m harness.kube.agent --node zone-a-1 --zone zone-a --kubeconfig K --workdir W --logs L \\
+        --volumes V --zone-subnets zone-a=10.77.1,zone-b=10.77.2 --pool 10.77.1.120-123 \\
+        --host-ip 10.77.1.11 --etcd BIN --kube-apiserver BIN
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.kube.controlplane import AGENT_LABEL, ZONE_LABEL
+from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
+
+# Pods of a StatefulSet get a fixed address in their zone: <zone subnet>.<IP_BASE + ordinal>. A
+# member pinned to its zone by its volume keeps its peer address wherever it is rescheduled.
+IP_BASE_ANNOTATION = "ha-harness/ip-base"
+PKI_SECRET = "ha-harness-shoot-pki"
+REQUEST_TIMEOUT = 2.0
+# The reference pods' termination grace period (harness.reference.render) bounds a stop anyway.
+STOP_GRACE_S = 5.0
+KINDS = ("etcd", "kube-apiserver")
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Running:
+    """One pod this agent runs: its process and what was last reported for it."""
+
+    uid: str
+    namespace: str
+    name: str
+    kind: str
+    ip: str
+    process: dict[str, Any]
+    started: str
+    ready: bool = False
+    was_ready: bool = False
+    restarts: int = 0
+    reported: str = ""  # the last status reported, to patch only on change
+    argv: list[str] = field(default_factory=list)
+
+    @property
+    def record(self) -> ProcessRecord:
+        return ProcessRecord.from_dict(self.process)
+
+
+class StartError(Exception):
+    """The pod cannot be started; the message says why (it becomes the pod's status)."""
+
+
+class NotYet(Exception):
+    """The pod cannot be started yet (peers unscheduled, address still held); retried."""
+
+
+class Agent:
+    def __init__(self, args: argparse.Namespace, api: Any) -> None:
+        from kubernetes import client as k8s
+
+        self.args = args
+        self.core = k8s.CoreV1Api(api)
+        self.apps = k8s.AppsV1Api(api)
+        self.node = args.node
+        self.workdir = Path(args.workdir)
+        self.state_path = self.workdir / f"agent-{self.node}.json"
+        self.subnets = dict(kv.split("=", 1) for kv in args.zone_subnets.split(","))
+        first, last = args.pool.split("-")
+        base = first.rsplit(".", 1)[0]
+        self.pool = [f"{base}.{i}" for i in range(int(first.rsplit(".", 1)[1]), int(last) + 1)]
+        self.running: dict[str, Running] = self._load()
+        self.waiting: dict[str, str] = {}  # uid -> why it is not started yet (reported once)
+        self.stopping = False
+
+    # -- state kept across agent restarts (a killed node comes back) --------------------------
+    def _load(self) -> dict[str, Running]:
+        try:
+            raw = json.loads(self.state_path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {uid: Running(**r) for uid, r in raw.items()}
+
+    def _save(self) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({uid: asdict(r) for uid, r in self.running.items()}, indent=1))
+        tmp.replace(self.state_path)
+
+    # -- the loop -------------------------------------------------------------------------------
+    def run(self) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+        while not self.stopping:
+            began = time.monotonic()
+            try:
+                self.reconcile()
+            except Exception as e:  # the API unreachable (a cut zone) is a normal state
+                self.log(f"reconcile: {type(e).__name__}: {str(e)[:300]}")
+            time.sleep(max(0.0, self.args.interval - (time.monotonic() - began)))
+        self.stop_all(list(self.running))
+
+    def reconcile(self) -> None:
+        pods = self.core.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={self.node}", label_selector=AGENT_LABEL, _request_timeout=REQUEST_TIMEOUT
+        ).items
+        seen = {p.metadata.uid for p in pods}
+        gone = [u for u in self.running if u not in seen]
+        for uid in gone:
+            # Deleted while we could not see it (a cut zone, or force-deleted): a kubelet stops it.
+            self.log(f"pod {self.running[uid].namespace}/{self.running[uid].name} is gone; stopping it")
+        deleting = [p for p in pods if p.metadata.deletion_timestamp is not None]
+        self.stop_all(gone + [p.metadata.uid for p in deleting if p.metadata.uid in self.running])
+        for pod in deleting:
+            self._confirm_deletion(pod)
+        for pod in pods:
+            uid = pod.metadata.uid
+            if pod.metadata.deletion_timestamp is not None:
+                continue
+            elif uid not in self.running:
+                if pod.status.phase not in ("Failed", "Succeeded"):
+                    self._start(pod)
+            else:
+                self._check(pod, self.running[uid])
+
+    # -- starting -------------------------------------------------------------------------------
+    def _start(self, pod: Any) -> None:
+        kind = (pod.metadata.labels or {}).get(AGENT_LABEL, "")
+        try:
+            if kind not in KINDS:
+                raise StartError(f"{AGENT_LABEL}={kind!r} is not a kind the agent runs; accepted: {', '.join(KINDS)}")
+            binary = self.args.etcd if kind == "etcd" else self.args.kube_apiserver
+            if not Path(binary).is_file():
+                raise StartError(f"the {kind} binary {binary} does not exist")
+            ip = self._address(pod)
+            argv = self._etcd_argv(pod, ip) if kind == "etcd" else self._apiserver_argv(pod, ip)
+            self._claim(ip)
+            record = self._spawn(pod, argv)
+        except NotYet as e:
+            if self.waiting.get(pod.metadata.uid) != str(e):
+                self.waiting[pod.metadata.uid] = str(e)
+                self.log(f"{pod.metadata.namespace}/{pod.metadata.name} waits: {e}")
+                self._patch(pod.metadata.namespace, pod.metadata.name, {"conditions": [
+                    {"type": "ContainersReady", "status": "False", "reason": "Waiting", "message": str(e)}]})
+            return
+        except (StartError, OSError) as e:
+            self._fail(pod, str(e))
+            return
+        self.waiting.pop(pod.metadata.uid, None)
+        r = Running(pod.metadata.uid, pod.metadata.namespace, pod.metadata.name, kind, ip, record.to_dict(), now(),
+                    argv=argv)
+        self.running[r.uid] = r
+        self._save()
+        self.log(f"started {r.namespace}/{r.name} ({kind}) on {ip}, pid {record.pid}")
+        self._report(r)
+
+    def _address(self, pod: Any) -> str:
+        base = (pod.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
+        if base is not None:
+            ordinal = int(pod.metadata.name.rsplit("-", 1)[1])
+            return f"{self.subnets[self.args.zone]}.{int(base) + ordinal}"
+        taken = {r.ip for r in self.running.values()}
+        free = [ip for ip in self.pool if ip not in taken]
+        if not free:
+            raise StartError(f"node {self.node} has no pod address left (pool {self.args.pool})")
+        return free[0]
+
+    def _claim(self, ip: str) -> None:
+        """Add the pod's address to the node, once nobody else on the subnet answers for it."""
+        if f" {ip}/" in subprocess.run(["ip", "-o", "-4", "addr", "show", "dev", "eth0"], capture_output=True, text=True).stdout:
+            return  # ours already (a restart on the same node)
+        if _answers(ip):
+            # Still held by a node that has not let go of the pod yet (frozen, or not yet told).
+            raise NotYet(f"address {ip} is still in use on the subnet")
+        subprocess.run(["ip", "addr", "add", f"{ip}/24", "dev", "eth0"], check=True, capture_output=True)
+        # A member's address may have lived on another node a moment ago: tell the subnet at
+        # once, or its neighbours keep sending to the old node until their ARP entries expire.
+        announce(ip)
+
+    def _release(self, ip: str) -> None:
+        subprocess.run(["ip", "addr", "del", f"{ip}/24", "dev", "eth0"], capture_output=True)
+
+    def _spawn(self, pod: Any, argv: list[str]) -> ProcessRecord:
+        log = Path(self.args.logs) / f"{pod.metadata.namespace}_{pod.metadata.name}.log"
+        _, record = spawn(pod.metadata.name, argv, log)
+        return record
+
+    # -- what each kind runs ----------------------------------------------------------------------
+    def _etcd_argv(self, pod: Any, ip: str) -> list[str]:
+        ns, name = pod.metadata.namespace, pod.metadata.name
+        sts = name.rsplit("-", 1)[0]
+        spec = self.apps.read_namespaced_stateful_set(sts, ns, _request_timeout=REQUEST_TIMEOUT).spec
+        base = int(pod.metadata.annotations[IP_BASE_ANNOTATION])
+        peers = []
+        for k in range(spec.replicas):
+            zone = self._zone_of(ns, f"{sts}-{k}")
+            if zone is None:
+                raise NotYet(f"member {sts}-{k} is not scheduled yet, so its address is not known")
+            peers.append(f"{sts}-{k}=http://{self.subnets[zone]}.{base + k}:2380")
+        data = self._volume(pod) / name
+        return [
+            self.args.etcd, f"--name={name}", f"--data-dir={data}",
+            f"--listen-client-urls=http://{ip}:2379", f"--advertise-client-urls=http://{ip}:2379",
+            f"--listen-peer-urls=http://{ip}:2380", f"--initial-advertise-peer-urls=http://{ip}:2380",
+            f"--initial-cluster={','.join(peers)}", "--initial-cluster-state=new", f"--initial-cluster-token={ns}-{sts}",
+            f"--listen-metrics-urls=http://{ip}:2381", "--logger=zap", "--log-outputs=stderr",
+        ]
+
+    def _zone_of(self, namespace: str, pod_name: str) -> str | None:
+        """A member's zone: its node's, or the control plane's only zone (single-zone shoots)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            pod = self.core.read_namespaced_pod(pod_name, namespace, _request_timeout=REQUEST_TIMEOUT)
+            if pod.spec.node_name:
+                node = self.core.read_node(pod.spec.node_name, _request_timeout=REQUEST_TIMEOUT)
+                return node.metadata.labels.get(ZONE_LABEL)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+        zones = (self.core.read_namespace(namespace, _request_timeout=REQUEST_TIMEOUT).metadata.annotations or {}).get(
+            "high-availability-config.resources.gardener.cloud/zones", "")
+        return zones if zones and "," not in zones else None
+
+    def _volume(self, pod: Any) -> Path:
+        claims = [v.persistent_volume_claim.claim_name for v in pod.spec.volumes or [] if v.persistent_volume_claim]
+        if not claims:
+            raise StartError("an etcd member needs its persistent volume claim")
+        pvc = self.core.read_namespaced_persistent_volume_claim(claims[0], pod.metadata.namespace,
+                                                                _request_timeout=REQUEST_TIMEOUT)
+        if not pvc.spec.volume_name:
+            raise NotYet(f"claim {claims[0]} is not bound to a volume yet")
+        # Keyed by the volume's uid: a volume made anew under an old name starts empty.
+        pv = self.core.read_persistent_volume(pvc.spec.volume_name, _request_timeout=REQUEST_TIMEOUT)
+        path = Path(self.args.volumes) / f"{pv.metadata.name}-{pv.metadata.uid}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _apiserver_argv(self, pod: Any, ip: str) -> list[str]:
+        import base64
+
+        ns = pod.metadata.namespace
+        secret = self.core.read_namespaced_secret(PKI_SECRET, ns, _request_timeout=REQUEST_TIMEOUT)
+        pki = self.workdir / "pods" / f"{ns}_{pod.metadata.name}.pki"
+        pki.mkdir(parents=True, exist_ok=True)
+        for key, value in (secret.data or {}).items():
+            (pki / key).write_bytes(base64.b64decode(value))
+            (pki / key).chmod(0o600)
+        main, events = self._etcd_urls(ns, "etcd-main"), self._etcd_urls(ns, "etcd-events")
+        if not main:
+            raise NotYet("no etcd-main member is scheduled yet")
+        overrides = [f"--etcd-servers-overrides=/events#{';'.join(events)}"] if events else []
+        return [
+            self.args.kube_apiserver, f"--etcd-servers={','.join(main)}", *overrides,
+            f"--bind-address={ip}", f"--advertise-address={ip}", "--secure-port=443",
+            f"--cert-dir={pki / 'certs'}", f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}", f"--client-ca-file={pki / 'ca.crt'}",
+            f"--service-account-key-file={pki / 'sa.pub'}", f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC", "--profiling=false",
+        ]
+
+    def _etcd_urls(self, namespace: str, sts: str) -> list[str]:
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"instance={sts}",
+                                             _request_timeout=REQUEST_TIMEOUT).items
+        urls = []
+        for p in sorted(pods, key=lambda p: p.metadata.name):
+            base = (p.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
+            zone = self._zone_of(namespace, p.metadata.name) if base is not None else None
+            if zone is not None:
+                urls.append(f"http://{self.subnets[zone]}.{int(base) + int(p.metadata.name.rsplit('-', 1)[1])}:2379")
+        return urls
+
+    # -- health, restarts, status ---------------------------------------------------------------
+    def _check(self, pod: Any, r: Running) -> None:
+        if not r.record.alive():
+            tail = log_tail(r.record.log, 5)
+            if not r.was_ready:
+                self.stop(r.uid)
+                self._fail(pod, f"{r.kind} exited before it was ever ready; log {r.record.log} ends with:\n{tail}")
+                return
+            # A container that dies after running is restarted, as restartPolicy Always says
+            # (also after the node itself was killed and its addresses went with it).
+            self.log(f"{r.namespace}/{r.name} exited; restarting it")
+            try:
+                self._claim(r.ip)
+            except NotYet as e:
+                self.log(f"{r.namespace}/{r.name} waits: {e}")
+                return
+            r.process = self._spawn(pod, r.argv).to_dict()
+            r.restarts += 1
+            r.ready = False
+            self._save()
+        r.ready = _healthy(r.kind, r.ip)
+        r.was_ready = r.was_ready or r.ready
+        self._report(r)
+
+    def _report(self, r: Running) -> None:
+        ready = "True" if r.ready else "False"
+        status = {
+            "phase": "Running",
+            "hostIP": self.args.host_ip,
+            "podIP": r.ip,
+            "podIPs": [{"ip": r.ip}],
+            "startTime": r.started,
+            "conditions": [{"type": t, "status": s, "lastTransitionTime": now()} for t, s in
+                           (("Initialized", "True"), ("ContainersReady", ready), ("Ready", ready))],
+            "containerStatuses": [{
+                "name": r.kind.split("-")[0] if r.kind == "etcd" else r.kind, "ready": r.ready, "started": True,
+                "restartCount": r.restarts, "image": r.kind, "imageID": "",
+                "state": {"running": {"startedAt": r.started}},
+            }],
+        }
+        key = json.dumps([ready, r.ip, r.restarts])
+        if key != r.reported:
+            self._patch(r.namespace, r.name, status)
+            r.reported = key
+            self._save()
+
+    def _patch(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.core.patch_namespaced_pod_status(name, namespace, {"status": status}, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+
+    def _fail(self, pod: Any, message: str) -> None:
+        """A pod that cannot start ends Failed, with the reason in its status and an Event."""
+        from kubernetes import client as k8s
+
+        self.log(f"{pod.metadata.namespace}/{pod.metadata.name} failed: {message}")
+        self._patch(pod.metadata.namespace, pod.metadata.name, {"phase": "Failed", "reason": "StartError",
+                                                                "message": message[:1000]})
+        event = k8s.CoreV1Event(
+            metadata=k8s.V1ObjectMeta(generate_name=f"{pod.metadata.name}.", namespace=pod.metadata.namespace),
+            involved_object=k8s.V1ObjectReference(kind="Pod", name=pod.metadata.name, namespace=pod.metadata.namespace,
+                                                  uid=pod.metadata.uid),
+            reason="FailedToStart", message=message[:1000], type="Warning",
+            source=k8s.V1EventSource(component="ha-harness-agent", host=self.node),
+            first_timestamp=dt.datetime.now(dt.timezone.utc), last_timestamp=dt.datetime.now(dt.timezone.utc), count=1,
+        )
+        self.core.create_namespaced_event(pod.metadata.namespace, event, _request_timeout=REQUEST_TIMEOUT)
+
+    # -- stopping -------------------------------------------------------------------------------
+    def stop(self, uid: str) -> None:
+        self.stop_all([uid])
+
+    def stop_all(self, uids: list[str]) -> None:
+        """Stop the pods' processes together (SIGTERM, SIGKILL after the grace period), then
+        give their addresses back."""
+        stopping = [r for uid in uids if (r := self.running.pop(uid, None)) is not None]
+        threads = [threading.Thread(target=terminate, args=(r.record, STOP_GRACE_S)) for r in stopping]
+        for t in threads:
+            t.start()
+        for t, r in zip(threads, stopping):
+            t.join()
+            self._release(r.ip)
+            self.log(f"stopped {r.namespace}/{r.name} and released {r.ip}")
+        if stopping:
+            self._save()
+
+    def _confirm_deletion(self, pod: Any) -> None:
+        """Once its process is gone, remove the pod for good, as a kubelet does."""
+        from kubernetes import client as k8s
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.core.delete_namespaced_pod(
+                pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0,
+                body=k8s.V1DeleteOptions(grace_period_seconds=0, preconditions=k8s.V1Preconditions(uid=pod.metadata.uid)),
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except ApiException as e:
+            if e.status not in (404, 409):
+                raise
+
+    def log(self, message: str) -> None:
+        print(f"{now()} agent {self.node}: {message}", flush=True)
+
+
+def announce(ip: str, iface: str = "eth0") -> None:
+    """Gratuitous ARP for `ip` from this node's interface (what a CNI plugin sends for a new pod)."""
+    link = subprocess.run(["ip", "-o", "link", "show", iface], capture_output=True, text=True).stdout.split()
+    mac = bytes.fromhex(link[link.index("link/ether") + 1].replace(":", ""))
+    addr = socket.inet_aton(ip)
+    arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, mac, addr, b"\x00" * 6, addr)
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
+        s.bind((iface, 0))
+        for _ in range(2):
+            s.send(b"\xff" * 6 + mac + struct.pack("!H", 0x0806) + arp)
+
+
+def _answers(ip: str, port: int = 2380) -> bool:
+    """Does some host on the subnet hold `ip`? A refused or accepted connection says yes."""
+    try:
+        with socket.create_connection((ip, port), timeout=0.5):
+            return True
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
+def _healthy(kind: str, ip: str) -> bool:
+    if kind == "etcd":
+        url, context = f"http://{ip}:2379/health", None
+    else:
+        url, context = f"https://{ip}:443/readyz", ssl._create_unverified_context()
+    try:
+        with urllib.request.urlopen(url, timeout=0.5, context=context) as resp:
+            body = resp.read().decode(errors="replace")
+    except OSError:
+        return False
+    return '"health":"true"' in body if kind == "etcd" else body.strip() == "ok"
+
+
+def _connect(kubeconfig: str) -> Any:
+    """A client that fails fast: from a cut-off zone every call times out, and the loop retries."""
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
+    configuration = k8s.Configuration()
+    k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    configuration.retries = 0
+    return k8s.ApiClient(configuration)
+
+
+def main(argv: list[str] | None = None, connect: Callable[[str], Any] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="harness.kube.agent", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name in ("node", "zone", "kubeconfig", "workdir", "logs", "volumes", "zone-subnets", "pool", "host-ip", "etcd",
+                 "kube-apiserver"):
+        p.add_argument(f"--{name}", required=True)
+    p.add_argument("--interval", type=float, default=0.5)
+    args = p.parse_args(argv)
+    api = (connect or _connect)(args.kubeconfig)
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    Agent(args, api).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

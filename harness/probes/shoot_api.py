@@ -1,0 +1,150 @@
+"""Write and read probes of a shoot's API, through the load balancer in front of its kube-apiservers.
+
+Every `interval` the writer creates a new ConfigMap (one per sequence number, so each acknowledged
+write can be looked for at the end) and reads the last acknowledged one back; requests leave from
+the client namespace of `via_zone`, as a client in that zone would reach the shoot. Samples go on
+the scenario's timeline in the same shape as the etcd probes' (harness.probes.samples), so the
+same validators compute the shoot API's write gaps and lost writes.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import ssl
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.kube import cluster
+from harness.probes.availability import ProbeHistory
+from harness.probes.samples import Sample
+from harness.providers.base import Seed
+from harness.providers.local.netns import NsHTTPSConnection
+from harness.timeline import Timeline
+
+NAMESPACE = "default"
+PROBE_LABEL = "ha-harness/probe"
+MEMBER = "shoot-api"
+
+
+class ShootApiError(HarnessError):
+    """A request to the shoot API failed (unreachable, timed out or refused)."""
+
+
+class ShootApiClient:
+    """The shoot's admin identity over one persistent HTTPS connection, reopened after a failure."""
+
+    def __init__(self, address: str, netns: str, pki_dir: Path, timeout: float) -> None:
+        self.address, self.netns, self.timeout = address, netns, timeout
+        self.context = ssl.create_default_context(cafile=str(pki_dir / "ca.crt"))
+        self.context.load_cert_chain(str(pki_dir / "admin.crt"), str(pki_dir / "admin.key"))
+        self._conn: NsHTTPSConnection | None = None
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+        if self._conn is None:
+            self._conn = NsHTTPSConnection(self.address, 443, self.timeout, self.netns, self.context)
+        try:
+            self._conn.request(method, path, json.dumps(body) if body is not None else None,
+                               {"Content-Type": "application/json", "Accept": "application/json"})
+            resp = self._conn.getresponse()
+            payload = json.loads(resp.read() or b"{}")
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            self.close()
+            raise ShootApiError(f"{method} {path}: {type(e).__name__}: {e}") from None
+        if resp.status >= 300:
+            raise ShootApiError(f"{method} {path}: HTTP {resp.status}: {payload.get('message', '')}")
+        return resp.status, payload
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def shoot_pki(seed: Seed, namespace: str, into: Path) -> Path:
+    """The shoot's CA and admin credentials, from the Secret its deployment made."""
+    from kubernetes import client as k8s
+
+    from harness.kube.agent import PKI_SECRET
+
+    with cluster.api_errors(f"reading {namespace}/{PKI_SECRET}"):
+        secret = k8s.CoreV1Api(cluster.connect(seed.kube)).read_namespaced_secret(PKI_SECRET, namespace)
+    for key in ("ca.crt", "admin.crt", "admin.key"):
+        (into / key).write_bytes(base64.b64decode(secret.data[key]))
+        (into / key).chmod(0o600)
+    return into
+
+
+class ShootApiProbe:
+    def __init__(self, seed: Seed, namespace: str, timeline: Timeline, netns: str, via_zone: str,
+                 interval: float = 0.1, timeout: float = 1.0) -> None:
+        if seed.shoot_api is None:
+            raise HarnessError("this seed runs no shoot API behind a load balancer (only the local seed does)")
+        self._tmp = tempfile.TemporaryDirectory(prefix="shoot-pki-")
+        pki = shoot_pki(seed, namespace, Path(self._tmp.name))
+        self.client = lambda: ShootApiClient(seed.shoot_api, netns, pki, timeout)  # type: ignore[arg-type]
+        self.timeline = timeline
+        self.interval = interval
+        self.history = ProbeHistory(f"probe-{uuid.uuid4().hex[:8]}-", via_zone, {})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="probe-shoot-api", daemon=True)
+
+    def start(self) -> ShootApiProbe:
+        self._thread.start()
+        self.timeline.mark("probe", "start", target=MEMBER, via_zone=self.history.via_zone, interval=self.interval)
+        return self
+
+    def stop(self) -> ProbeHistory:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.timeline.mark("probe", "stop", target=MEMBER, samples=len(self.history.samples))
+        return self.history
+
+    def _loop(self) -> None:
+        client, seq, acked, record = self.client(), 0, 0, self.history.samples.append
+        try:
+            while not self._stop.is_set():
+                began = time.monotonic()
+                seq += 1
+                name = f"{self.history.prefix}{seq:08d}"
+                body = {"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": name, "labels": {PROBE_LABEL: self.history.prefix[:-1]}},
+                        "data": {"t": f"{self.timeline.now():.6f}"}}
+                t0 = self.timeline.now()
+                try:
+                    _, created = client.call("POST", f"/api/v1/namespaces/{NAMESPACE}/configmaps", body)
+                    rev = int(created["metadata"]["resourceVersion"])
+                    record(Sample("write", MEMBER, t0, self.timeline.now(), True, seq=seq, revision=rev))
+                    acked = seq
+                except ShootApiError as e:
+                    record(Sample("write", MEMBER, t0, self.timeline.now(), False, seq=seq, error=str(e)[-160:]))
+                if acked:
+                    t0 = self.timeline.now()
+                    try:
+                        client.call("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps/{self.history.prefix}{acked:08d}")
+                        record(Sample("read", MEMBER, t0, self.timeline.now(), True, seq=acked))
+                    except ShootApiError as e:
+                        record(Sample("read", MEMBER, t0, self.timeline.now(), False, seq=acked, error=str(e)[-160:]))
+                self._stop.wait(max(0.0, self.interval - (time.monotonic() - began)))
+        finally:
+            client.close()
+
+    def present(self) -> set[int]:
+        """Sequence numbers of the probe's ConfigMaps the shoot holds now (a quorum read)."""
+        client = self.client()
+        try:
+            _, listed = client.call("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+                                           f"?labelSelector={PROBE_LABEL}%3D{self.history.prefix[:-1]}")
+        finally:
+            client.close()
+        names = [item["metadata"]["name"] for item in listed.get("items", [])]
+        return {int(n[len(self.history.prefix):]) for n in names if n[len(self.history.prefix):].isdigit()}
+
+    def close(self) -> None:
+        self._tmp.cleanup()

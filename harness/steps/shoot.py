@@ -1,0 +1,129 @@
+"""Steps of the GEP-20 experiment: the reference control plane running for real on the local seed,
+its etcd clusters and its API probed through the outage, judged like GEP-20's tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_bdd import given, parsers, then, when
+
+from harness import judge
+from harness.errors import ConfigError
+from harness.kube import cluster
+from harness.probes import placement
+from harness.probes.shoot_api import ShootApiProbe
+from harness.providers.base import Environment, Seed
+from harness.providers.local.shoot import ShootEtcd
+from harness.reference.components import ETCDS, component
+from harness.reference.render import ReferenceSpec
+from harness.steps.scenario import Outage, Shoot
+from harness.timeline import Timeline
+from harness.validate import availability as av
+from harness.validate.history import lost_writes
+from harness.wait import first_within
+
+
+@given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real'),
+       target_fixture="shoot")
+def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str) -> Shoot:
+    spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
+                         storage_class=seed.storage_class, real=True)
+    shoot = shoots.deploy(seed, spec)
+    # Taken while every member runs: a member keeps its address wherever its volume lets it go.
+    shoot.etcds = {name: ShootEtcd(env, seed, spec.namespace, name) for name in ETCDS}  # type: ignore[arg-type]
+    for view in shoot.etcds.values():
+        view.wait_healthy()
+    return shoot
+
+
+@given(parsers.re(r"(?P<name>etcd-[a-z]+) of the shoot control plane is the etcd under test"), target_fixture="etcd")
+def _(shoot: Shoot, name: str) -> ShootEtcd:
+    component(name)
+    return shoot.etcds[name]
+
+
+@given(parsers.parse('the shoot API is written every {ms:d} ms through its load balancer from a client in zone "{zone}"'),
+       target_fixture="shoot_probe")
+def _(shoot: Shoot, probes: Any, env: Any, timeline: Timeline, ms: int, zone: str) -> ShootApiProbe:
+    probe = ShootApiProbe(shoot.seed, shoot.spec.namespace, timeline, env.names.client_ns(env.zone(zone)), zone, ms / 1000)
+    return probes.add(probe.start())
+
+
+@when(parsers.parse('the node of the {name} member in zone "{zone}" fails'), target_fixture="outage")
+def _(shoot: Shoot, etcd: Any, faults: Any, name: str, zone: str) -> Outage:
+    """The node's processes die (its agent, kwok and pods too) until the scenario ends."""
+    from harness.steps.faults import _apply
+
+    node = next((m.node for m in shoot.etcds[component(name).name].members if m.zone == zone), None)
+    if node is None:
+        raise ConfigError(f"{name} has no member in zone {zone!r}")
+    return _apply(etcd, faults, "node-kill", [node], 0)
+
+
+@then(parsers.parse("within {limit:g} s no {name} member runs on the failed node"))
+def _(shoot: Shoot, outage: Outage, limit: float, name: str) -> None:
+    failed = {f.target for f in outage.faults}
+
+    def still_there() -> list[str]:
+        pods = placement.of(placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace), component(name).name)
+        return [p.name for p in pods if p.node in failed]
+
+    first_within(lambda: True if not still_there() else None, f"{name} members to leave {', '.join(failed)}", limit)
+    judge.none_of(still_there(), f"{name} members still bound to {', '.join(sorted(failed))} after {limit:g} s")
+
+
+@then(parsers.parse('within {limit:g} s the nodes of zone "{zone}" are NotReady and tainted unreachable'))
+def _(env: Environment, seed: Seed, limit: float, zone: str) -> None:
+    names = {n.name for n in env.nodes_in(zone)}  # type: ignore[attr-defined]
+
+    def healthy_ones() -> list[str]:
+        views = [v for v in cluster.node_views(cluster.connect(seed.kube)) if v.name in names]
+        return [v.name for v in views if v.ready or not any(t.startswith("node.kubernetes.io/unreachable") for t in v.taints)]
+
+    first_within(lambda: True if not healthy_ones() else None, f"the nodes of {zone} NotReady and tainted", limit)
+    judge.none_of(healthy_ones(), f"nodes of {zone} still Ready or not tainted unreachable after {limit:g} s")
+
+
+@then(parsers.parse("within {limit:g} s every pod of the shoot control plane is Running"))
+def _(shoot: Shoot, limit: float) -> None:
+    def not_running() -> list[str]:
+        pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
+        return [f"{p.name}: {p.phase}{'' if p.ready else ', not ready'}" for p in pods if p.phase != "Running" or not p.ready]
+
+    first_within(lambda: True if not not_running() else None, "every pod Running and ready", limit)
+    judge.none_of(not_running(), f"pods not Running and ready after {limit:g} s")
+
+
+@then(parsers.re(r"(?P<name>etcd-[a-z]+) keeps quorum with (?P<count>\d+) members"))
+def _(shoot: Shoot, outage: Outage, name: str, count: str) -> None:
+    view = shoot.etcds[component(name).name]
+    survivors = [m.name for m in view.members if m.zone not in outage.zones]
+    judge.equal(len(survivors), int(count), f"{name} members outside the zones that are down")
+    statuses = view.wait_members(members=survivors)
+    leader = view.leader({n: statuses[n] for n in survivors})
+    judge.holds(leader in survivors, f"{name}'s surviving members agree on a leader among them", seen=leader)
+
+
+@then(parsers.re(r"(?P<name>etcd-[a-z]+) members end with equal HashKV"))
+def _(shoot: Shoot, name: str) -> None:
+    from harness.probes.converge import converged
+    from harness.probes.etcd import hashkv
+    from harness.validate.history import diverging_hashes
+
+    view = shoot.etcds[component(name).name]
+    converged(view, view.config.timeouts.recovery)
+    judge.none_of(diverging_hashes(hashkv(view)), f"{name} members whose HashKV differs")
+
+
+@then(parsers.parse("the shoot API is writable again within {limit:g} s of the outage"))
+def _(shoot_probe: ShootApiProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    gap = av.longest_write_gap(shoot_probe.history.samples, outage.start, timeline.now())
+    judge.at_most(gap.length if gap else None, limit, "the shoot API's longest write gap since the outage", seen=gap)
+
+
+@then("no acknowledged shoot API write is lost")
+def _(shoot_probe: ShootApiProbe, probes: Any) -> None:
+    probes.stop_all()
+    acked = shoot_probe.history.acked()
+    judge.holds(len(acked) > 0, "the shoot API probe had acknowledged writes to check", seen=len(acked))
+    judge.none_of(lost_writes(acked, shoot_probe.present()), "acknowledged shoot API writes missing")
