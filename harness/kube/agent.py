@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.errors import HarnessError
 from harness.kube.controlplane import AGENT_LABEL, ZONE_LABEL
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
 
@@ -164,7 +165,7 @@ class Agent:
                 self._patch(pod.metadata.namespace, pod.metadata.name, {"conditions": [
                     {"type": "ContainersReady", "status": "False", "reason": "Waiting", "message": str(e)}]})
             return
-        except (StartError, OSError) as e:
+        except StartError as e:
             self._fail(pod, str(e))
             return
         self.waiting.pop(pod.metadata.uid, None)
@@ -193,7 +194,9 @@ class Agent:
         if _answers(ip):
             # Still held by a node that has not let go of the pod yet (frozen, or not yet told).
             raise NotYet(f"address {ip} is still in use on the subnet")
-        subprocess.run(["ip", "addr", "add", f"{ip}/24", "dev", "eth0"], check=True, capture_output=True)
+        added = subprocess.run(["ip", "addr", "add", f"{ip}/24", "dev", "eth0"], capture_output=True, text=True)
+        if added.returncode != 0:
+            raise StartError(f"cannot add the pod address {ip}: {added.stderr.strip()}")
         # A member's address may have lived on another node a moment ago: tell the subnet at
         # once, or its neighbours keep sending to the old node until their ARP entries expire.
         announce(ip)
@@ -203,7 +206,10 @@ class Agent:
 
     def _spawn(self, pod: Any, argv: list[str]) -> ProcessRecord:
         log = Path(self.args.logs) / f"{pod.metadata.namespace}_{pod.metadata.name}.log"
-        _, record = spawn(pod.metadata.name, argv, log)
+        try:
+            _, record = spawn(pod.metadata.name, argv, log)
+        except HarnessError as e:  # the binary cannot be executed
+            raise StartError(str(e)) from None
         return record
 
     # -- what each kind runs ----------------------------------------------------------------------
@@ -305,10 +311,14 @@ class Agent:
             self.log(f"{r.namespace}/{r.name} exited; restarting it")
             try:
                 self._claim(r.ip)
+                r.process = self._spawn(pod, r.argv).to_dict()
             except NotYet as e:
                 self.log(f"{r.namespace}/{r.name} waits: {e}")
                 return
-            r.process = self._spawn(pod, r.argv).to_dict()
+            except StartError as e:
+                self.stop(r.uid)
+                self._fail(pod, str(e))
+                return
             r.restarts += 1
             r.ready = False
             self._save()

@@ -4,8 +4,6 @@ the shoot API behind the load balancer, and `harness down` taking it all away.""
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
@@ -135,15 +133,19 @@ def test_pods_that_cannot_start_fail_with_the_reason(running: tuple[LocalEnviron
 
 
 def test_a_member_that_dies_is_restarted_from_its_data(running: tuple[LocalEnvironment, Seed, LocalRegion]) -> None:
+    """member-kill through the fault runner, on a member the scheduler placed, as on the region's own."""
+    from harness.faults.runner import FaultRunner
+    from harness.timeline import Timeline
+
     env, seed, _ = running
     core = _core(seed)
     pod = core.read_namespaced_pod("etcd-main-1", NS)
-    state = json.loads((env.config.state_dir / "ag" / "kube" / "agents" / f"agent-{pod.spec.node_name}.json").read_text())
-    record = next(r for r in state.values() if r["name"] == "etcd-main-1")
-    os.kill(record["process"]["pid"], signal.SIGKILL)
+    etcd = ShootEtcd(env, seed, NS, "etcd-main")
+    runner = FaultRunner(etcd, Timeline())
+    active = runner.inject("member-kill", "etcd-main-1")
     restarted = wait_for(lambda: core.read_namespaced_pod("etcd-main-1", NS),
                          lambda p: p.status.container_statuses[0].restart_count == 1 and p.status.container_statuses[0].ready,
                          "etcd-main-1 restarted and ready", 30)
     assert restarted.metadata.uid == pod.metadata.uid and restarted.status.pod_ip == pod.status.pod_ip
-    # The member rejoined with its data: the cluster is whole again.
-    ShootEtcd(env, seed, NS, "etcd-main").wait_healthy()
+    runner.heal(active)  # waits for the member to answer, then for the cluster to be whole and caught up
+    assert etcd.faults() == [] and env.faults() == []

@@ -3,13 +3,17 @@ etcd clusters are EtcdMembers like the region's own, and its API is behind the l
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 from typing import Any
 
-from harness.errors import EnvironmentStateError
+from harness.errors import EnvironmentStateError, HarnessError
 from harness.kube import cluster
 from harness.probes import placement
-from harness.providers.base import Member, Seed
+from harness.providers.base import KubeAccess, Member, Seed
 from harness.providers.local.region import EtcdMembers, LocalEnvironment
+from harness.wait import wait_for
 
 
 class ShootEtcd(EtcdMembers):
@@ -20,6 +24,11 @@ class ShootEtcd(EtcdMembers):
     provider = "local"
 
     def __init__(self, env: LocalEnvironment, seed: Seed, namespace: str, name: str = "etcd-main") -> None:
+        self.env, self.seed, self.namespace = env, seed, namespace
+        # Faults on the members themselves (member-kill) are kept here, not in the region's
+        # ledger: the node agent restarts a killed member within a second, whatever becomes
+        # of the harness, so nothing is left for `harness heal` to undo after a crash.
+        self._ledger: list[dict[str, Any]] = []
         self.config = env.config
         self.names = env.names
         self.zones = env.zones
@@ -38,3 +47,51 @@ class ShootEtcd(EtcdMembers):
     def wait_healthy(self, timeout: float | None = None, members: list[str] | None = None,
                      max_lag: int = 20) -> Any:
         return self.wait_members(timeout, members, max_lag)
+
+    # -- as an environment for the fault runner (member faults) ------------------------------
+    def kube(self) -> KubeAccess:
+        return self.seed.kube
+
+    def faults(self) -> list[dict[str, Any]]:
+        return list(self._ledger)
+
+    def record_fault(self, entry: dict[str, Any]) -> None:
+        self._ledger.append(entry)
+
+    def update_fault(self, fault_id: str, data: dict[str, Any]) -> None:
+        for entry in self._ledger:
+            if entry["id"] == fault_id:
+                entry["data"] = data
+
+    def forget_fault(self, fault_id: str) -> None:
+        self._ledger = [e for e in self._ledger if e["id"] != fault_id]
+
+    def health(self) -> dict[str, Any]:
+        return {n: (s if isinstance(s, str) else {"leader": s.leader, "rev": s.revision}) for n, s in self.status().items()}
+
+    def sweep(self) -> list[str]:
+        return []
+
+    def _pid(self, member: str) -> int:
+        """The member's process, from the state of the agent of the node its pod is bound to."""
+        from kubernetes import client as k8s
+
+        with cluster.api_errors(f"reading pod {self.namespace}/{member}"):
+            node = k8s.CoreV1Api(cluster.connect(self.seed.kube)).read_namespaced_pod(self.member(member).name,
+                                                                                       self.namespace).spec.node_name
+        agents = self.config.state_dir / self.env.spec.name / "kube" / "agents"
+        running = json.loads((agents / f"agent-{node}.json").read_text())
+        record = next((r for r in running.values() if r["name"] == member and r["namespace"] == self.namespace), None)
+        if record is None:
+            raise HarnessError(f"the agent of {node} runs no process for {self.namespace}/{member}")
+        return int(record["process"]["pid"])
+
+    def kill_member(self, member: str) -> None:
+        """SIGKILL the member's process, as a crashing container; its pod stays."""
+        os.kill(self._pid(member), signal.SIGKILL)
+
+    def start_member(self, member: str) -> int:
+        """The node agent restarts a member that died after it was ready; wait until it answers."""
+        wait_for(lambda: self.status()[member], lambda s: not isinstance(s, str),
+                 f"{member} restarted by its node agent", self.config.timeouts.member_ready)
+        return self._pid(member)
