@@ -17,9 +17,11 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 # kube-apiserver, controller manager, scheduler, kwok and etcd at pinned versions: found
-# (KUBEBUILDER_ASSETS, cache) or built once from pinned Go modules into ~/.cache/ha-harness/kube.
+# (KUBEBUILDER_ASSETS, cache) or built once from pinned Go modules into ~/.cache/ha-harness/kube;
+# and the Porcupine linearizability checker, built once from its pinned module.
 kube-binaries: setup
 	$(VENV)/bin/python -m harness.kube
+	$(VENV)/bin/python -m harness.validate.linearizability
 
 # The main job: GEP-20's zone outage on the reference control plane running for real on the
 # local seed, each zone in turn, under probes.

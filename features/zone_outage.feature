@@ -31,6 +31,16 @@ Feature: A zone outage in a three-zone region
     And all members end with equal HashKV
     And no acknowledged write is lost
 
+  Scenario: Under load, losing the leader's zone keeps every read linearizable and every watch in order
+    Given the zone of the etcd leader is the target zone
+    And a mixed load of 300 ops/s with a watcher from a client in another zone
+    When the target zone goes down for 4 s
+    And the target zone comes back
+    Then the history is linearizable
+    And every watcher saw every event in order
+    And no acknowledged write of the load is lost
+    And all members end with equal HashKV
+
   Scenario Outline: Any one zone may go down
     Given write and read probes run every 10 ms from a client in zone "<client>"
     When zone "<zone>" goes down for 3 s

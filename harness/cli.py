@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from harness import rootless
 from harness.config import PROVIDER_NAMES, Config, load_config
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
 from harness.providers import get_provider
 from harness.providers.base import Environment, Provider
 from harness.providers.local.region import LocalEnvironment, LocalRegion
@@ -45,14 +46,31 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--kubernetes", action="store_true",
                     help="also start the local seed: a Kubernetes control plane with one kwok node per region node "
                          "(binaries built from pinned Go modules on first use), its context merged into the kubeconfig")
+    up.add_argument("--cloud", action="store_true",
+                    help="also start the region's local cloud: an AWS API (moto) holding a VPC with a subnet per zone "
+                         "and an instance per node, whose network ACLs and instance states are applied to the region")
     st = sub.add_parser("status", help="zones, nodes and members with health, leader, raft term, revision")
     st.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("down", help="remove the environment and anything a crashed run left (processes, namespaces, contexts)")
     sub.add_parser("heal", help="undo every fault still applied (from the heal ledger, then a sweep)")
-    fault = sub.add_parser("fault", help="inject one fault and leave it applied until `harness heal`")
+    fault = sub.add_parser("fault", help="inject one fault and leave it applied until `harness heal` or its maximum duration")
     fault.add_argument("kind", help="zone-outage, node-kill, node-freeze, node-link-down, member-kill, host-outage, "
-                                    "pod-delete, node-cordon, node-drain")
-    fault.add_argument("target", help="a zone, node, host or member name, or NAMESPACE/POD")
+                                    "pod-delete, node-cordon, node-drain, aws-zone-outage, aws-revoke-credentials, "
+                                    "aws-instance-stop, aws-instance-terminate, aws-instance-reboot")
+    fault.add_argument("target", nargs="?", default=None,
+                       help="a zone, node, host or member name, NAMESPACE/POD, an instance id, or (aws-revoke-credentials) "
+                            "a user or role (default: the machine controller)")
+    fault.add_argument("--zone", default=None, help="the target zone (the same as giving it as TARGET)")
+    fault.add_argument("--scope", choices=["all", "availability-zone"], default=None,
+                       help="aws-zone-outage: deny everything (all, default) or only traffic with the other zones' subnets")
+    fault.add_argument("--subnet-tag", action="append", default=None, metavar="KEY=VALUE",
+                       help="aws-zone-outage: only the zone's subnets with this tag (repeatable)")
+    fault.add_argument("--method", choices=["deny-policy", "deactivate-keys"], default=None,
+                       help="aws-revoke-credentials: an explicit deny-all inline policy (default) or the access keys deactivated")
+    fault.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
+    fault.add_argument("--max-duration", type=float, default=None,
+                       help="seconds after which the fault heals itself, even if the harness is gone (default: "
+                            "timeouts.fault_max_duration, 900)")
     run = sub.add_parser("run", help="the chaos job: GEP-20's zone outage on the reference control plane running for "
                                      "real, each zone in turn; prints the tables and figures, writes a report")
     run.add_argument("--form", choices=FORMS, default="gep20", help="scheduling form of the reference (default gep20)")
@@ -69,6 +87,19 @@ def _parser() -> argparse.ArgumentParser:
     sub.choices["render"].add_argument("--zones", default=None, help="the seed's zones, comma-separated (default: the region's)")
     sub.choices["deploy"].add_argument("--real", action="store_true",
                                        help="local seed: etcd and kube-apiserver pods run as real processes under the node agents")
+    from harness.load.profiles import PROFILES
+
+    load = sub.add_parser("load", help="run a load profile with locust from a client zone and print its statistics")
+    load.add_argument("--profile", required=True, choices=[n for n in PROFILES if n != "idle"],
+                      help="; ".join(f"{n}: {p.description}" for n, p in PROFILES.items() if p))
+    load.add_argument("--seconds", type=float, default=30.0, help="how long (default 30)")
+    load.add_argument("--processes", type=int, default=1, help="locust --processes: more than one core (default 1)")
+    load.add_argument("--json", action="store_true", help='print {"profile", "seconds", "requests", "failures", "ops_per_s", "p99_ms"}')
+    measure = sub.add_parser("measure", help="measure something of the region under a load profile")
+    measure.add_argument("what", choices=["traffic"], help="traffic: bytes per zone pair, at the router and from etcd's peer metrics")
+    measure.add_argument("--profile", default="idle", choices=list(PROFILES), help="load while measuring (default idle)")
+    measure.add_argument("--seconds", type=float, default=10.0, help="measuring window (default 10)")
+    measure.add_argument("--json", action="store_true", help="print the figures as JSON")
     undeploy = sub.add_parser("undeploy", help="delete a reference control plane and its volumes")
     undeploy.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"(default: {DEFAULT_NAMESPACE})")
     conventions_cli.add_parser(sub)
@@ -153,6 +184,15 @@ def _up(provider: Provider, config: Config, args: argparse.Namespace) -> int:
             raise
         print(f"kubernetes API server {kube['apiserver']}, {len(env.nodes)} nodes Ready\n"
               f"context {kube['context']} merged into {kube['merged_into']} and made current (kubectl works as is)")
+    if args.cloud:
+        assert isinstance(provider, LocalRegion)
+        try:
+            access = provider.cloud(env)
+        except BaseException:
+            provider.down()
+            raise
+        print(f"local cloud: AWS API at {access.endpoint_url} ({access.region}), {access.vpc_id} with subnets in "
+              f"{', '.join(f'{z}={az}' for z, az in access.zones.items())}; faults aws-* act on it")
     return 0
 
 
@@ -176,6 +216,32 @@ def _render(config: Config, args: argparse.Namespace) -> int:
     zones = _zone_list(args.zones) if args.zones is not None else list(config.region.zones)
     storage = config.provider.storage_class or "harness-zonal"
     print(to_yaml(render(ReferenceSpec(args.tolerance, tuple(zones), args.form, args.namespace, storage))), end="")
+    return 0
+
+
+def _fault(env: Environment, args: argparse.Namespace) -> int:
+    from harness.faults.runner import FaultRunner
+    from harness.timeline import Timeline
+
+    if args.zone and args.target and args.zone != args.target:
+        raise ConfigError(f"two targets given: {args.target!r} and --zone {args.zone!r}; give one")
+    target = args.zone or args.target or ("machine-controller" if args.kind == "aws-revoke-credentials" else None)
+    if target is None:
+        raise ConfigError(f"fault {args.kind} needs a target (a zone, node, host, member, NAMESPACE/POD or instance)")
+    options: dict[str, Any] = {k: v for k, v in (("scope", args.scope), ("method", args.method)) if v is not None}
+    if args.subnet_tag:
+        bad = [t for t in args.subnet_tag if "=" not in t or not t.partition("=")[0]]
+        if bad:
+            raise ConfigError(f"--subnet-tag takes KEY=VALUE, got {', '.join(map(repr, bad))}")
+        options["subnet_tags"] = dict(t.partition("=")[::2] for t in args.subnet_tag)
+    runner = FaultRunner(env, Timeline())
+    if args.dry_run:
+        print(runner.plan(args.kind, target, options))
+        return 0
+    active = runner.inject(args.kind, target, options, args.max_duration)
+    deadline = active.data.get("watchdog", {}).get("deadline")
+    until = f"; it heals itself at {time.strftime('%H:%M:%S', time.localtime(deadline))}" if deadline else ""
+    print(f"applied {active.id}; undo with `harness heal`{until}")
     return 0
 
 
@@ -205,6 +271,18 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             return run_all(env, provider.seed(env), report, args.form, args.zone)
         finally:
             provider.down()
+    if args.command in ("load", "measure"):
+        if not isinstance(provider, LocalRegion):
+            raise HarnessError(f"`harness {args.command}` drives the local region's etcd; not the {provider.name} provider")
+        from harness.load_commands import run_load, measure_traffic
+
+        command = run_load if args.command == "load" else measure_traffic
+        if provider.path.exists():
+            return command(provider.attach(), args)
+        try:
+            return command(provider.up(), args)
+        finally:
+            provider.down()
     env = provider.attach()
     if args.command == "status":
         desc = env.describe()  # type: ignore[attr-defined]
@@ -219,12 +297,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         print("environment healthy")
         return 0
     if args.command == "fault":
-        from harness.faults.runner import FaultRunner
-        from harness.timeline import Timeline
-
-        active = FaultRunner(env, Timeline()).inject(args.kind, args.target)
-        print(f"applied {active.id}; undo with `harness heal`")
-        return 0
+        return _fault(env, args)
     if args.command == "deploy":
         return _deploy(provider, env, config, args)
     if args.command == "undeploy":

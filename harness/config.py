@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -32,6 +32,8 @@ class Timeouts:
     deploy: float = 90.0  # reference control plane applied until every pod is placed or reported unschedulable
     drain: float = 15.0  # node-drain: how long evictions blocked by a PodDisruptionBudget are retried
     kube_request: float = 10.0
+    # Every fault heals itself after this long, even when the harness is gone (its watchdog).
+    fault_max_duration: float = 900.0
 
 
 @dataclass(frozen=True)
@@ -120,9 +122,41 @@ class ProviderSettings:
 
 
 @dataclass(frozen=True)
+class AwsSettings:
+    """An AWS account and VPC for the AWS faults of a cluster reached by kubeconfig ([aws]).
+
+    The local region needs none of this: it brings its own local cloud. Credentials come from
+    boto3's chain or a named profile, never from this file; `machine_profile` is the profile of
+    the machine controller's credentials (what revocation revokes and the machine probe uses).
+    """
+
+    region: str | None = None
+    vpc_id: str | None = None
+    zones: Mapping[str, str] = field(default_factory=dict)  # zone name -> availability zone
+    profile: str | None = None
+    endpoint_url: str | None = None
+    machine_principal: str | None = None
+    machine_profile: str | None = None
+    image_id: str | None = None
+    instance_type: str = "t3.micro"
+    opted_in: tuple[str, ...] | None = None  # resource ids/names allowed besides the ha-harness/chaos tag
+
+    def __post_init__(self) -> None:
+        if (self.region is None) != (self.vpc_id is None):
+            raise ConfigError("[aws] needs both region and vpc_id (or neither)")
+        if self.opted_in is not None:
+            object.__setattr__(self, "opted_in", tuple(self.opted_in))
+
+    @property
+    def configured(self) -> bool:
+        return self.region is not None
+
+
+@dataclass(frozen=True)
 class Config:
     region: RegionSpec = field(default_factory=RegionSpec)
     provider: ProviderSettings = field(default_factory=ProviderSettings)
+    aws: AwsSettings = field(default_factory=AwsSettings)
     etcd: EtcdSettings = field(default_factory=EtcdSettings)
     timeouts: Timeouts = field(default_factory=Timeouts)
     state_dir: Path = Path("/tmp/ha-harness")
@@ -144,7 +178,7 @@ def _section(cls: type, raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"unknown key(s) {unknown} in [{where}]; accepted: {sorted(known)}")
     out = dict(raw)
-    if "zones" in out:
+    if cls is RegionSpec and "zones" in out:
         out["zones"] = tuple(out["zones"])
     return out
 
@@ -160,7 +194,7 @@ def load_config(
     Environment: ETCD_BIN, HARNESS_CONFIG (file path), HARNESS_STATE_DIR, HARNESS_OUTER_UID (set by rootless).
     """
     env = os.environ if environ is None else environ
-    raw: dict[str, dict[str, Any]] = {"region": {}, "provider": {}, "etcd": {}, "timeouts": {}, "paths": {}}
+    raw: dict[str, dict[str, Any]] = {"region": {}, "provider": {}, "aws": {}, "etcd": {}, "timeouts": {}, "paths": {}}
     path = path or (Path(env["HARNESS_CONFIG"]) if env.get("HARNESS_CONFIG") else None)
     if path is not None:
         try:
@@ -185,7 +219,7 @@ def load_config(
     for dotted, value in (overrides or {}).items():
         section, _, key = dotted.partition(".")
         if section not in raw or not key:
-            raise ConfigError(f"unknown setting {dotted!r}; use region.*, provider.*, etcd.*, timeouts.* or paths.*")
+            raise ConfigError(f"unknown setting {dotted!r}; use region.*, provider.*, aws.*, etcd.*, timeouts.* or paths.*")
         raw[section][key] = value
 
     # Inside the rootless namespaces we are uid 0; paths belong to the user who ran us.
@@ -199,6 +233,7 @@ def load_config(
         return Config(
             region=RegionSpec(**_section(RegionSpec, raw["region"], "region")),
             provider=_provider(ProviderSettings(**_section(ProviderSettings, raw["provider"], "provider")), env),
+            aws=AwsSettings(**_section(AwsSettings, raw["aws"], "aws")),
             etcd=EtcdSettings(**_section(EtcdSettings, raw["etcd"], "etcd")),
             timeouts=Timeouts(**_section(Timeouts, raw["timeouts"], "timeouts")),
             state_dir=Path(paths.get("state_dir", state_dir)),
@@ -214,6 +249,23 @@ def _provider(settings: ProviderSettings, env: Mapping[str, str]) -> ProviderSet
     ~/.kube/config (of the user who ran us, also inside the rootless namespaces)."""
     default = env.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path(env.get("HOME", "~")).expanduser() / ".kube" / "config")
     return replace(settings, kubeconfig=settings.kubeconfig or default)
+
+
+def to_dict(config: Config) -> dict[str, Any]:
+    """The configuration as JSON-able data, for a process that must act on it later (a watchdog)."""
+    return {"region": asdict(config.region), "provider": asdict(config.provider), "aws": asdict(config.aws),
+            "etcd": asdict(config.etcd), "timeouts": asdict(config.timeouts),
+            "paths": {"state_dir": str(config.state_dir), "data_dir": str(config.data_dir),
+                      "reports_dir": str(config.reports_dir)}}
+
+
+def from_dict(data: Mapping[str, Any]) -> Config:
+    """The inverse of `to_dict`."""
+    region = dict(data["region"], zones=tuple(data["region"]["zones"]))
+    paths = data["paths"]
+    return Config(RegionSpec(**region), ProviderSettings(**data["provider"]), AwsSettings(**data["aws"]),
+                  EtcdSettings(**data["etcd"]), Timeouts(**data["timeouts"]), Path(paths["state_dir"]),
+                  Path(paths["data_dir"]), Path(paths["reports_dir"]))
 
 
 def with_region(config: Config, **changes: Any) -> Config:

@@ -96,6 +96,13 @@ class EtcdClient:
         payload = self.call("/v3/kv/range", body, timeout=max(self.timeout, 5.0))
         return [base64.b64decode(kv["key"]).decode() for kv in payload.get("kvs") or []]
 
+    def items(self, prefix: str, serializable: bool = True) -> dict[str, tuple[int, str]]:
+        """Every key under `prefix` with its mod revision and value."""
+        body = {"key": _b64(prefix), "range_end": prefix_end(prefix), "serializable": serializable}
+        payload = self.call("/v3/kv/range", body, timeout=max(self.timeout, 10.0))
+        return {base64.b64decode(kv["key"]).decode(): (int(kv["mod_revision"]), base64.b64decode(kv.get("value", "")).decode())
+                for kv in payload.get("kvs") or []}
+
     def status(self) -> Status:
         p = self.call("/v3/maintenance/status", {})
         return Status(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ from harness.steps import STEP_MODULES
 from harness.timeline import Timeline
 
 if TYPE_CHECKING:
+    from harness.aws.access import AwsAccess
     from harness.reference.render import ReferenceSpec
     from harness.steps.scenario import Shoot
 
@@ -67,7 +69,9 @@ MARKERS = {
     "node_failure": "a node's processes are killed, frozen or its link goes down",
     "quorum": "scenarios about etcd quorum loss and recovery",
     "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
+    "traffic": "cross-zone traffic between etcd members, measured at the router and from their metrics",
     "gep20": "GEP-20's outage experiment with the reference control plane running for real on the local seed",
+    "aws": "AWS faults (network ACL swap, credential revocation, EC2 instances) through an AWS API: the local cloud or [aws]",
     "region": "needs the local region (root or user namespaces, etcd, nftables)",
     "kube": "needs the local Kubernetes control plane (pinned binaries, built on first use)",
 }
@@ -208,6 +212,30 @@ def faults(env: Environment, timeline: Timeline) -> Iterator[FaultRunner]:
         runner.heal()
 
 
+@pytest.fixture
+def cloud(harness_provider: Provider, env: Environment) -> "AwsAccess":
+    """The environment's AWS account: the local region's own cloud (started on first use), or [aws]."""
+    from harness.providers.base import Cloud
+
+    if isinstance(harness_provider, LocalRegion) and isinstance(env, LocalEnvironment):
+        return harness_provider.cloud(env)
+    access = env.aws() if isinstance(env, Cloud) else None
+    if access is None:
+        pytest.skip(f"the {env.provider} environment has no AWS account; configure [aws] (region, vpc_id, zones)")
+    return access
+
+
+@pytest.fixture
+def machine_probes(cloud: "AwsAccess", timeline: Timeline) -> Iterator[list[Any]]:
+    """Machine-API probes of a scenario; stopped at teardown, what they created deleted."""
+    started: list[Any] = []
+    try:
+        yield started
+    finally:
+        for probe in started:
+            probe.stop()
+
+
 class Shoots:
     """Reference control planes deployed by one scenario; removed at its teardown."""
 
@@ -271,9 +299,44 @@ def probes(timeline: Timeline, request: pytest.FixtureRequest) -> Iterator[Probe
 _PROBES = pytest.StashKey[Probes]()
 
 
+def _run_name(request: pytest.FixtureRequest) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid)[-150:]
+
+
+class Loads:
+    """Load runs a scenario started (locust, in client zones); stopped at its teardown, their
+    statistics on the timeline and their histories kept with the run's output."""
+
+    def __init__(self, directory: Path, timeline: Timeline) -> None:
+        self.directory, self.timeline = directory, timeline
+        self.runs: list[Any] = []
+
+    def start(self, spec: Any, netns: str | None) -> Any:
+        from harness.load.runner import LoadRun
+
+        workdir = self.directory / f"load-{len(self.runs)}"
+        shutil.rmtree(workdir, ignore_errors=True)  # an earlier run of the same scenario
+        run = LoadRun(spec, netns, workdir, self.timeline).start()
+        self.runs.append(run)
+        run.wait_started()
+        return run
+
+    def stop_all(self) -> list[dict[str, Any]]:
+        return [run.stop() for run in self.runs]
+
+
+@pytest.fixture
+def loads(request: pytest.FixtureRequest, harness_config: Config, timeline: Timeline) -> Iterator[Loads]:
+    held = Loads(harness_config.reports_dir / "runs" / _run_name(request), timeline)
+    try:
+        yield held
+    finally:
+        held.stop_all()
+
+
 def _write_run(request: pytest.FixtureRequest, config: Config, tl: Timeline) -> None:
     """Write the scenario's timeline and samples, pass or fail, for the report."""
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid)[-150:]
+    name = _run_name(request)
     probes = request.node.stash.get(_PROBES, None)
     histories = []
     if probes is not None:

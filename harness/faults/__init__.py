@@ -22,13 +22,23 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "pod-delete": ("harness.faults.kube:PodDelete", {}),
     "node-cordon": ("harness.faults.kube:NodeCordon", {}),
     "node-drain": ("harness.faults.kube:NodeCordon", {"drain": True}),
+    "aws-zone-outage": ("harness.faults.aws:AwsZoneOutage", {}),
+    "aws-revoke-credentials": ("harness.faults.aws:AwsRevokeCredentials", {}),
+    "aws-instance-stop": ("harness.faults.aws:AwsInstanceFailure", {"mode": "stop"}),
+    "aws-instance-terminate": ("harness.faults.aws:AwsInstanceFailure", {"mode": "terminate"}),
+    "aws-instance-reboot": ("harness.faults.aws:AwsInstanceFailure", {"mode": "reboot"}),
 }
 
 
-def get_fault(kind: str) -> Fault:
+def get_fault(kind: str, **options: Any) -> Fault:
+    """The fault `kind`; `options` (e.g. scope="availability-zone") go to its constructor."""
     try:
         target, kwargs = FAULTS[kind]
     except KeyError:
         raise ConfigError(f"unknown fault {kind!r}; accepted: {', '.join(sorted(FAULTS))}") from None
     module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)(**kwargs)
+    factory = getattr(importlib.import_module(module), cls)
+    try:
+        return factory(**kwargs, **options)  # type: ignore[no-any-return]
+    except TypeError:
+        raise ConfigError(f"fault {kind} takes no option(s) {sorted(options)}") from None

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Protocol
 
 from harness.providers.base import Environment
+
+
+def _no_record(data: dict[str, Any]) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Injection:
+    """What the runner hands an inject: the fault's run id (tags, names on shared infrastructure)
+    and `record(data)`, which writes heal data to the ledger before each change a fault makes."""
+
+    run_id: str
+    record: Callable[[dict[str, Any]], None] = _no_record
 
 
 class Fault(Protocol):
@@ -18,11 +32,17 @@ class Fault(Protocol):
     def validate(self, env: Environment, target: str) -> str:
         """The canonical target name; raises ConfigError naming what is accepted."""
 
-    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
         """Apply the effect; returns what heal needs (stored in the ledger)."""
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
-        """Remove the effect. Idempotent: safe to call twice, or after a half-done inject."""
+        """Remove the effect. Idempotent: safe to call twice, or after a half-done inject.
+        `data` is what inject returned or recorded so far, always with the fault's `run_id`."""
+
+    def plan(self, env: Environment, target: str) -> str:
+        """What inject would do, for a dry run; changes nothing. Optional: the runner says
+        "apply KIND on TARGET" for a fault without one. (Also optional: `waits_up_to(timeouts)`,
+        seconds an inject waits on purpose, added to its time limit.)"""
 
 
 def lacks(env: Environment, capability: type, what: str) -> str | None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+from harness.config import Timeouts
 from harness.errors import ConfigError
+from harness.faults.base import Injection
 from harness.kube import cluster
 from harness.providers.base import Environment
 
@@ -42,7 +44,7 @@ class PodDelete:
                 raise
         return target
 
-    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
         namespace, _, name = target.partition("/")
         cluster.delete_pod(cluster.connect(env.kube()), namespace, name)
         return {}
@@ -60,6 +62,10 @@ class NodeCordon:
     def __init__(self, drain: bool = False) -> None:
         self.drain = drain
 
+    def waits_up_to(self, timeouts: Timeouts) -> float:
+        """How long inject may retry evictions a PodDisruptionBudget blocks."""
+        return timeouts.drain if self.drain else 0.0
+
     def available(self, env: Environment) -> str | None:
         return _no_cluster(env)
 
@@ -69,7 +75,7 @@ class NodeCordon:
             raise ConfigError(f"unknown node {target!r}; the cluster's nodes: {', '.join(names)}")
         return target
 
-    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
         api = cluster.connect(env.kube())
         cluster.set_cordon(api, target, True)
         if not self.drain:

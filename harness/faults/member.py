@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.faults.base import lacks
+from harness.faults.base import Injection, lacks
 from harness.providers.base import Environment, MemberProcesses
 
 
@@ -17,7 +17,7 @@ class MemberKill:
     def validate(self, env: Environment, target: str) -> str:
         return env.member(target).name
 
-    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
         assert isinstance(env, MemberProcesses)
         env.kill_member(target)
         return {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from harness.errors import ConfigError
-from harness.faults.base import lacks
+from harness.faults.base import Injection, lacks
 from harness.providers.base import Environment, NodeFailures, Topology
 
 
@@ -25,7 +25,7 @@ class NodeFailure:
     def validate(self, env: Environment, target: str) -> str:
         return env.node(target).name
 
-    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
         assert isinstance(env, NodeFailures)
         return env.fail_node(target, self.mode)
 
@@ -49,7 +49,7 @@ class HostOutage:
         env.host(target)
         return target
 
-    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
         assert isinstance(env, NodeFailures) and isinstance(env, Topology)
         done: dict[str, Any] = {}
         for node in env.host(target):

@@ -1,22 +1,26 @@
 """The one wrapper every fault goes through.
 
 It records start and end on the timeline, checks health before and after, enforces a
-timeout, writes the heal ledger before touching anything, and keeps the heal so that
-teardown (or `harness heal` after a crash) removes the fault whatever happened.
+timeout, writes the heal ledger before touching anything (and lets the fault add to it
+before each change it makes), arms a watchdog that heals the fault at its maximum duration
+even when this process is gone, and keeps the heal so that teardown (or `harness heal`
+after a crash) removes the fault whatever happened.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.errors import FaultError, HarnessError
-from harness.faults import get_fault
-from harness.faults.base import Fault
+from harness.errors import ConfigError, FaultError, HarnessError
+from harness.faults import get_fault, watchdog
+from harness.faults.base import Fault, Injection
 from harness.providers.base import Environment
+from harness.providers.state import StateBacked
 from harness.timeline import Event, Timeline
 
 _ids = itertools.count(1)
@@ -59,37 +63,69 @@ class FaultRunner:
         self.timeline = timeline
         self.active: list[ActiveFault] = []
 
-    def inject(self, kind: str, target: str) -> ActiveFault:
-        fault = get_fault(kind)
+    def _chosen(self, kind: str, target: str, options: dict[str, Any] | None) -> tuple[Fault, str]:
+        fault = get_fault(kind, **(options or {}))
         reason = fault.available(self.env)
         if reason:
             raise FaultError(f"fault {kind} is not available here: {reason}")
-        target = fault.validate(self.env, target)
+        return fault, fault.validate(self.env, target)
+
+    def plan(self, kind: str, target: str, options: dict[str, Any] | None = None) -> str:
+        """What inject would do (a dry run): validated like inject, and nothing is changed."""
+        fault, target = self._chosen(kind, target, options)
+        describe = getattr(fault, "plan", None)
+        if describe is None:
+            return f"Apply {kind} on {target} in the {self.env.provider} environment.\nDry run: nothing was changed."
+        return str(describe(self.env, target))
+
+    def inject(self, kind: str, target: str, options: dict[str, Any] | None = None,
+               max_duration: float | None = None) -> ActiveFault:
+        """Apply a fault; it heals itself after `max_duration` seconds (default: timeouts.fault_max_duration)."""
+        fault, target = self._chosen(kind, target, options)
         if any(a.kind == kind and a.target == target for a in self.active):
             raise FaultError(f"fault {kind} on {target} is already active")
+        max_duration = self.env.config.timeouts.fault_max_duration if max_duration is None else max_duration
+        if max_duration <= 0:
+            raise ConfigError(f"a fault's maximum duration must be positive, got {max_duration}")
         self._check_before(kind, target)
-        fid = f"{kind}:{target}:{next(_ids)}"
+        n = next(_ids)
+        fid = f"{kind}:{target}:{n}"
+        # Unique across processes and usable in AWS names and tags.
+        base: dict[str, Any] = {"run_id": f"hh-{int(time.time() * 1000)}-{os.getpid()}-{n}"}
         # Ledger first: if we die inside inject, `harness heal` still knows what to undo.
-        self.env.record_fault({"id": fid, "kind": kind, "target": target, "data": {}})
-        event = self.timeline.begin("fault", kind, target=target, id=fid)
-        timeout = self.env.config.timeouts.fault_apply
+        self.env.record_fault({"id": fid, "kind": kind, "target": target, "options": options or {}, "data": base})
+        if isinstance(self.env, StateBacked):  # a view without a state file of its own is healed by its owner
+            base["watchdog"] = watchdog.arm(self.env.config, fid, time.time() + max_duration)
+            self.env.update_fault(fid, base)
+        event = self.timeline.begin("fault", kind, target=target, id=fid, max_duration=max_duration)
+        ctx = Injection(base["run_id"], lambda data: self.env.update_fault(fid, {**data, **base}))
+        timeouts = self.env.config.timeouts
+        # A fault that waits on purpose (a drain retrying evictions) gets that wait on top.
+        timeout = timeouts.fault_apply + float(getattr(fault, "waits_up_to", lambda t: 0.0)(timeouts))
         try:
-            data = _with_timeout(lambda: fault.inject(self.env, target), timeout, f"inject {kind} on {target}")
+            data = _with_timeout(lambda: fault.inject(self.env, target, ctx), timeout, f"inject {kind} on {target}")
         except BaseException as e:
             # Nothing stays half-applied: heal what may have been done, then report.
             try:
-                fault.heal(self.env, target, {})
+                fault.heal(self.env, target, self._ledger_data(fid, base))
             finally:
                 self.env.forget_fault(fid)
+                watchdog.disarm(base.get("watchdog"))
                 self.timeline.finish(event, error=f"{type(e).__name__}: {e}")
             if isinstance(e, HarnessError):
                 raise FaultError(f"injecting {kind} on {target} failed and was rolled back: {e}") from e
             raise
         event.data["injected_at"] = self.timeline.now()
-        self.env.update_fault(fid, data or {})
-        active = ActiveFault(fid, kind, target, fault, data or {}, event)
+        data = {**(data or {}), **base}
+        self.env.update_fault(fid, data)
+        active = ActiveFault(fid, kind, target, fault, data, event)
         self.active.append(active)
         return active
+
+    def _ledger_data(self, fid: str, base: dict[str, Any]) -> dict[str, Any]:
+        """What the fault recorded before it failed (heal works from partial data)."""
+        entry = next((e for e in self.env.faults() if e["id"] == fid), None)
+        return {**((entry or {}).get("data") or {}), **base}
 
     def _check_before(self, kind: str, target: str) -> None:
         self.timeline.mark("health", "before", fault=kind, target=target, statuses=self.env.health())
@@ -111,6 +147,7 @@ class FaultRunner:
                 continue
             self.timeline.finish(a.event, healed_at=self.timeline.now())
             self.env.forget_fault(a.id)
+            watchdog.disarm(a.data.get("watchdog"))
             self.active.remove(a)
         if errors:
             raise FaultError("could not heal: " + "; ".join(errors) + "; run `harness heal`")
@@ -126,8 +163,10 @@ def heal_everything(env: Environment) -> list[str]:
     """After a crash: heal every ledger entry, then sweep for any fault effect left anyway."""
     done: list[str] = []
     for entry in env.faults():
-        fault = get_fault(entry["kind"])
-        fault.heal(env, entry["target"], entry.get("data") or {})
+        data = entry.get("data") or {}
+        fault = get_fault(entry["kind"], **(entry.get("options") or {}))
+        fault.heal(env, entry["target"], data)
         env.forget_fault(entry["id"])
+        watchdog.disarm(data.get("watchdog"))
         done.append(f"healed {entry['id']}")
     return done + env.sweep()

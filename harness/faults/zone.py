@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.faults.base import lacks
+from harness.faults.base import Injection, lacks
 from harness.providers.base import Environment, ZoneNetwork
 
 
@@ -17,7 +17,7 @@ class ZoneOutage:
     def validate(self, env: Environment, target: str) -> str:
         return env.zone(target)
 
-    def inject(self, env: Environment, target: str) -> dict[str, Any]:
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
         assert isinstance(env, ZoneNetwork)
         return env.cut_zone(target)
 

@@ -14,21 +14,20 @@ leases from a stale cache (conflicts) and the nodes flap NotReady without any fa
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
+from harness import gobuild
 from harness.errors import PrerequisiteError
+from harness.gobuild import Progress
 
 KUBERNETES_VERSION = "v1.36.3"
 KWOK_VERSION = "v0.8.0"
@@ -66,8 +65,6 @@ _VERSION_LDFLAGS = " ".join(
         f"-X k8s.io/client-go/pkg/version.gitVersion={KUBERNETES_VERSION}",
     ]
 )
-
-Progress = Callable[[str], None]
 
 
 def _stderr_progress(message: str) -> None:
@@ -281,39 +278,16 @@ def kwok_stages(kwok_binary: Path) -> str:
 
 # --- build --------------------------------------------------------------------------------
 
-
-def _go_version(go: str) -> tuple[tuple[int, int] | None, str]:
-    """(major, minor) of the go that builds in gomod/ (after any toolchain switch), and its output."""
-    try:
-        done = subprocess.run(
-            [go, "version"], check=False, capture_output=True, text=True, timeout=300, cwd=GOMOD_DIR
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, str(exc)
-    out = (done.stdout + done.stderr).strip()
-    m = re.search(r"go version go(\d+)\.(\d+)", out)
-    return ((int(m.group(1)), int(m.group(2))) if m else None), out
+_GO_HINT = (
+    "install Go >= 1.26 (the official release tarball unpacked into /usr/local/go, with "
+    "/usr/local/go/bin on PATH), or any Go >= 1.21 with network access to the Go module proxy, "
+    "which switches to go1.26 by itself (Debian bookworm's golang-go is 1.19, too old), "
+    f"or provide Kubernetes {KUBERNETES_VERSION}, kwok {KWOK_VERSION} and etcd {ETCD_VERSION} binaries in a binary directory"
+)
 
 
 def _require_go() -> str:
-    go = shutil.which("go")
-    hint = (
-        "install Go >= 1.26 (the official release tarball unpacked into /usr/local/go, with "
-        "/usr/local/go/bin on PATH), or any Go >= 1.21 with network access to the Go module proxy, "
-        "which switches to go1.26 by itself (Debian bookworm's golang-go is 1.19, too old), "
-        f"or provide Kubernetes {KUBERNETES_VERSION}, kwok {KWOK_VERSION} and etcd {ETCD_VERSION} binaries in a binary directory"
-    )
-    if go is None:
-        raise PrerequisiteError(f"the binaries must be built but `go` is not on PATH: {hint}")
-    version, output = _go_version(go)
-    if version is None or version < GO_MIN_VERSION:
-        raise PrerequisiteError(f"{go} cannot build the pinned modules (`go version` in {GOMOD_DIR}: {output!r}): {hint}")
-    return go
-
-
-def _fmt(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
+    return gobuild.require_go(GO_MIN_VERSION, _GO_HINT, "the control-plane binaries", GOMOD_DIR)
 
 
 def build_binaries(cache_root: Path, *, progress: Progress = _stderr_progress, heartbeat_s: float = 30.0) -> Path:
@@ -323,9 +297,7 @@ def build_binaries(cache_root: Path, *, progress: Progress = _stderr_progress, h
         return target
     go = _require_go()
     cache_root.mkdir(parents=True, exist_ok=True)
-    lock_path = cache_root / f".{PINNED_VERSION}.lock"
-    with open(lock_path, "w") as lock:
-        _lock_with_progress(lock, lock_path, progress, heartbeat_s)
+    with gobuild.build_lock(cache_root / f".{PINNED_VERSION}.lock", "the control-plane binaries", progress, heartbeat_s):
         # The holder before us may have finished the build.
         if all(_executable(target, n) for n in ALL_BINARIES):
             return target
@@ -343,62 +315,21 @@ def build_binaries(cache_root: Path, *, progress: Progress = _stderr_progress, h
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)
-        progress(f"built all binaries in {_fmt(time.monotonic() - started)}")
+        progress(f"built all binaries in {gobuild.format_duration(time.monotonic() - started)}")
     return target
-
-
-def _lock_with_progress(lock: IO[str], lock_path: Path, progress: Progress, heartbeat_s: float) -> None:
-    """Take the build lock; while another run holds it, say so every heartbeat_s."""
-    started = time.monotonic()
-    last_report = None
-    while True:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            now = time.monotonic()
-            if last_report is None or now - last_report >= heartbeat_s:
-                progress(
-                    f"another harness run is building the binaries; waiting for its lock {lock_path} "
-                    f"({_fmt(now - started)} so far)"
-                )
-                last_report = now
-            time.sleep(1)
 
 
 def _build_one(
     go: str, name: str, package: str, module_dir: Path, out_dir: Path, step: str, progress: Progress, heartbeat_s: float
 ) -> None:
+    def stepped(message: str) -> None:
+        progress(f"[{step}] {message}")
+
     started = time.monotonic()
-    progress(f"[{step}] building {name} ...")
-    log_path = out_dir / f"{name}.build.log"
-    env = {**os.environ, "CGO_ENABLED": "0"}
+    stepped(f"building {name} ...")
     ldflags = "-s -w" if name == "etcd" else _VERSION_LDFLAGS
-    cmd = ["nice", "-n", "10", go, "build", "-mod=readonly", "-ldflags", ldflags, "-o", str(out_dir / name), package]
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, cwd=module_dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-        done = threading.Event()
-
-        def beat() -> None:
-            while not done.wait(heartbeat_s):
-                progress(f"[{step}] still building {name}, {_fmt(time.monotonic() - started)} elapsed")
-
-        ticker = threading.Thread(target=beat, daemon=True)
-        ticker.start()
-        try:
-            rc = proc.wait()
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-        finally:
-            done.set()
-    if rc != 0:
-        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
-        raise PrerequisiteError(
-            f"building {name} ({package}) with {go} failed (exit {rc}) in {module_dir}; full log {log_path}; "
-            f"last lines:\n{tail}"
-        )
-    log_path.unlink(missing_ok=True)
-    progress(f"[{step}] built {name} in {_fmt(time.monotonic() - started)}")
-
+    gobuild.go_build(
+        go, ["-ldflags", ldflags, "-o", str(out_dir / name), package], module_dir, out_dir / f"{name}.build.log",
+        f"{name} ({package})", stepped, heartbeat_s, niceness=10,
+    )
+    stepped(f"built {name} in {gobuild.format_duration(time.monotonic() - started)}")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from harness.errors import ConfigError
 
 if TYPE_CHECKING:
+    from harness.aws.access import AwsAccess
     from harness.config import Config
 
 
@@ -109,6 +110,14 @@ class MemberProcesses(Protocol):
 
     def kill_member(self, member: str) -> None: ...
     def start_member(self, member: str) -> int: ...
+
+
+@runtime_checkable
+class Cloud(Protocol):
+    """Environments that live in an AWS account (real, or the local region's local cloud)."""
+
+    def aws(self) -> AwsAccess | None:
+        """How to reach the account, or None when this environment has no cloud configured."""
 
 
 class Provider(Protocol):

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.aws.access import AwsAccess, from_settings
 from harness.config import Config
 from harness.errors import ConfigError, EnvironmentStateError
 from harness.kube import cluster
@@ -36,6 +37,10 @@ class ClusterEnvironment(StateBacked, Topology):
 
     def kube(self) -> KubeAccess:
         return self.access
+
+    def aws(self) -> AwsAccess | None:
+        """The AWS account of [aws] in the configuration (the AWS faults' target), if any."""
+        return from_settings(self.config.aws)
 
     def health(self) -> dict[str, Any]:
         return {v.name: "Ready" if v.ready else "NotReady" for v in cluster.node_views(cluster.connect(self.access))}
@@ -107,7 +112,7 @@ class ClusterProvider:
         if state is None:
             return []
         env = self._env(state)
-        removed = heal_everything(env)
+        removed = heal_everything(env)  # disarms each healed fault's watchdog
         seed = self.seed(env)
         for namespace in state.get("references", []):
             removed += undeploy(seed, namespace, self.config.timeouts.deploy)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -26,10 +27,20 @@ def read_state(path: Path) -> dict[str, Any] | None:
 
 
 def write_state(path: Path, state: dict[str, Any]) -> None:
-    """Write atomically: a crash mid-write must not lose the record of what to clean up."""
+    """Write atomically: a crash mid-write must not lose the record of what to clean up.
+
+    The file keeps its mode: one made 0600 (it holds the local cloud's keys) stays so, and the
+    new content is never readable by others, not even for a moment."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o644
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(state, indent=1))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        os.fchmod(fd, mode)
+        out.write(json.dumps(state, indent=1))
     os.replace(tmp, path)
 
 
@@ -88,3 +99,18 @@ class StateBacked:
 
     def forget_fault(self, fault_id: str) -> None:
         self.update(lambda st: st.update(faults=[f for f in st.get("faults", []) if f["id"] != fault_id]))
+
+
+def stop_watchdogs(state: dict[str, Any] | None) -> list[str]:
+    """Stop the watchdogs of the faults still in the ledger: the environment they would heal is
+    going away (see harness.faults.watchdog; a record is a harness.kube.processes.ProcessRecord)."""
+    import signal
+
+    from harness.kube.processes import ProcessRecord, signal_group
+
+    stopped = []
+    for entry in (state or {}).get("faults", []):
+        record = ((entry.get("data") or {}).get("watchdog") or {}).get("process")
+        if record and signal_group(ProcessRecord.from_dict(record), signal.SIGTERM):
+            stopped.append(f"watchdog of {entry['id']}")
+    return stopped

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from pytest_bdd import parsers, when
 
@@ -15,13 +16,18 @@ from harness.timeline import Timeline
 NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its link": "node-link-down"}
 
 
-def _apply(etcd: EtcdMembers, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
+def apply_faults(etcd: EtcdMembers, faults: FaultRunner, what: list[tuple[str, str, dict[str, Any]]]) -> Outage:
+    """Inject (kind, target, options) back to back; the Outage remembers the leader before."""
     statuses = etcd.status()
     leader = etcd.leader(statuses)
     ids = {name: s.member_id for name, s in statuses.items() if not isinstance(s, str)}
-    applied = [faults.inject(kind, t) for t in targets]
+    applied = [faults.inject(kind, target, options) for kind, target, options in what]
     # From the first fault's own start: the runner's health check before it is not outage.
-    outage = Outage(applied, applied[0].event.start, leader, ids.get(leader or "", 0))
+    return Outage(applied, applied[0].event.start, leader, ids.get(leader or "", 0))
+
+
+def _apply(etcd: EtcdMembers, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
+    outage = apply_faults(etcd, faults, [(kind, t, {}) for t in targets])
     if seconds:
         time.sleep(seconds)
     return outage
@@ -65,6 +71,11 @@ def _restore(faults: FaultRunner, timeline: Timeline, outage: Outage, targets: l
         faults.heal(f, wait=False)
         outage.returned.append(f.target)
     return outage
+
+
+@when(parsers.parse("the outage lasts {seconds:g} s"))
+def _(outage: Outage, seconds: float) -> None:
+    time.sleep(seconds)
 
 
 @when("the target zone comes back", target_fixture="outage")

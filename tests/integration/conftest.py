@@ -11,6 +11,7 @@ from typing import Iterator
 import pytest
 
 from harness.config import Config, load_config
+from harness.etcd_gateway import EtcdRequestError
 from harness.providers.local import netns
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 
@@ -39,6 +40,17 @@ def namespaces(name: str) -> list[str]:
 def fault_tables(name: str) -> list[str]:
     out = netns.ns_run(f"{name}-router", ["nft", "list", "tables"], check=False)
     return [line.split()[-1] for line in out.splitlines() if "harness_" in line]
+
+
+def reachable(env: LocalEnvironment, member: str, via_zone: str) -> bool:
+    client = env.client(member, via_zone, timeout=0.3)
+    try:
+        client.status()
+        return True
+    except EtcdRequestError:
+        return False
+    finally:
+        client.close()
 
 
 def config_for(name: str) -> Config:

@@ -10,24 +10,13 @@ import pytest
 
 from harness import faults as fault_registry
 from harness.errors import ConfigError, FaultError
-from harness.etcd_gateway import EtcdRequestError
+from harness.faults.base import Injection
 from harness.faults.runner import FaultRunner, heal_everything
 from harness.faults.zone import ZoneOutage
 from harness.providers.local import netns
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
-from tests.integration.conftest import cli, fault_tables
-
-
-def reachable(env: LocalEnvironment, member: str, via_zone: str) -> bool:
-    client = env.client(member, via_zone, timeout=0.3)
-    try:
-        client.status()
-        return True
-    except EtcdRequestError:
-        return False
-    finally:
-        client.close()
+from tests.integration.conftest import cli, fault_tables, reachable
 
 
 def test_zone_outage_cuts_the_zone_off_and_heals(region_env: LocalEnvironment) -> None:
@@ -71,8 +60,8 @@ class HalfwayFault(ZoneOutage):
 
     kind: ClassVar[str] = "halfway"
 
-    def inject(self, env: LocalEnvironment, target: str) -> dict[str, Any]:
-        super().inject(env, target)
+    def inject(self, env: LocalEnvironment, target: str, ctx: Injection) -> dict[str, Any]:
+        super().inject(env, target, ctx)
         assert fault_tables(env.spec.name), "the first half was applied"
         raise ConfigError("second half failed")
 
@@ -80,8 +69,8 @@ class HalfwayFault(ZoneOutage):
 class HangingFault(ZoneOutage):
     kind: ClassVar[str] = "hanging"
 
-    def inject(self, env: LocalEnvironment, target: str) -> dict[str, Any]:
-        super().inject(env, target)
+    def inject(self, env: LocalEnvironment, target: str, ctx: Injection) -> dict[str, Any]:
+        super().inject(env, target, ctx)
         time.sleep(3)
         return {}
 

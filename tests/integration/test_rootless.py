@@ -86,7 +86,7 @@ def test_pytest_runs_a_scenario_without_root(tmp_path_factory: pytest.TempPathFa
         cfg.write_text(f'[paths]\nreports_dir = "{reports}"\n')
         proc = subprocess.run(
             [*NOBODY, "env", "-i", "HOME=/tmp", f"PATH={os.environ['PATH']}", f"PYTHONPATH={REPO}:{site}",
-             SYSTEM_PYTHON, "-m", "pytest", "features", "-k", "follower", "-q", "-p", "no:cacheprovider",
+             SYSTEM_PYTHON, "-m", "pytest", "features", "-k", "followers_zone_does_not_disturb", "-q", "-p", "no:cacheprovider",
              "--region-name", "pn", "--harness-config", str(cfg)],
             capture_output=True, text=True, timeout=300, cwd=REPO,
         )

@@ -664,7 +664,8 @@ def test_zone_outage_through_the_runner_and_healed_after_a_crash(tmp_path: Path,
     run = Commands()
     env = kind_env(run, tmp_path)
     active = FaultRunner(env, Timeline()).inject("zone-outage", "zone-c")
-    assert active.data == {"addresses": {f"{W}5": "172.30.0.7", f"{W}6": "172.30.0.8"}}
+    assert active.data["addresses"] == {f"{W}5": "172.30.0.7", f"{W}6": "172.30.0.8"}
+    assert set(active.data) == {"addresses", "run_id", "watchdog"}
     assert [f["data"] for f in env.faults()] == [active.data]  # in the ledger, for `harness heal`
     run.argvs.clear()
     # The test process died; `harness heal` reads the ledger in another process and sweeps.

@@ -11,7 +11,7 @@ import signal
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config import Config, RegionSpec
 from harness.errors import EnvironmentStateError, PrerequisiteError, WaitTimeout
@@ -20,8 +20,11 @@ from harness.providers.base import KubeAccess, Member, Node, Seed, Topology
 from harness.providers.local import effects
 from harness.providers.local import etcd as etcdproc
 from harness.providers.local import netns
-from harness.providers.state import StateBacked, read_state, state_path, write_state
+from harness.providers.state import StateBacked, read_state, state_path, stop_watchdogs, write_state
 from harness.wait import wait_for
+
+if TYPE_CHECKING:
+    from harness.aws.access import AwsAccess
 
 
 class Names:
@@ -242,6 +245,13 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         record = self.state.get("kubernetes")
         return KubeAccess(Path(record["kubeconfig"])) if record else None
 
+    # -- the local cloud ----------------------------------------------------
+    def aws(self) -> AwsAccess | None:
+        """The local cloud (moto) this region presents itself in, once `LocalRegion.cloud` started it."""
+        from harness.providers.local.cloud import cloud_access
+
+        return cloud_access(self.state)
+
     def restart_node_agents(self, node: str) -> bool:
         """Start the node's kubelet stand-in again if the node's failure killed it; True if it did."""
         from harness.providers.local.kubernetes import restart_node_agents
@@ -281,6 +291,25 @@ class LocalEnvironment(StateBacked, EtcdMembers):
             "kubernetes": self.state.get("kubernetes"),
             "references": self.state.get("references", []),
         }
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _ancestry() -> set[int]:
+    """This process and its ancestors."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return pids
 
 
 def _reap(pid: int, timeout: float) -> None:
@@ -331,6 +360,13 @@ class LocalRegion:
         access = env.kube()
         assert access is not None
         return Seed(access, STORAGE_CLASS, static_volumes=True, shoot_api=lb_address(env))
+
+    def cloud(self, env: Any) -> AwsAccess:
+        """The local cloud: the region as a VPC in a local AWS API, started on first use."""
+        from harness.providers.local.cloud import ensure_cloud
+
+        assert isinstance(env, LocalEnvironment)
+        return ensure_cloud(env)
 
     def up(self) -> LocalEnvironment:
         binary = self.check_prerequisites()
@@ -433,13 +469,24 @@ class LocalRegion:
         from harness.providers.local.kubernetes import keep_logs, stop_for
 
         state = read_state(self.path)
-        removed: list[str] = stop_for(self.config, self.spec.name, state)
+        removed: list[str] = stop_watchdogs(state)
+        work = self.config.state_dir / self.spec.name
+        # The cloud's reconciler first: it must not restart nodes while they are taken down. (Only
+        # imported when there is a cloud: the region itself needs no third-party package.)
+        if (state or {}).get("cloud") or (work / "cloud").exists():
+            from harness.providers.local.cloud import stop_cloud
+
+            removed += stop_cloud(self.config, self.spec.name, state)
+        removed += stop_for(self.config, self.spec.name, state)
         names = set(state.get("namespaces", []) if state else []) | {ns for ns in netns.list_netns() if self.names.owns(ns)}
         pids: set[int] = set()
         if state:
-            pids |= {rec["pid"] for rec in state.get("members", {}).values() if rec.get("pid")}
+            # A recorded pid may have been recycled since: only an etcd still counts as the member.
+            pids |= {rec["pid"] for rec in state.get("members", {}).values()
+                     if rec.get("pid") and "etcd" in _cmdline(rec["pid"])}
         for ns in names:
             pids |= set(netns.netns_pids(ns))
+        pids -= _ancestry()  # never this process or what runs it, whatever namespace it visits
         for pid in pids:
             if etcdproc.signal_pid(pid, signal.SIGKILL):
                 removed.append(f"process {pid}")
@@ -452,7 +499,6 @@ class LocalRegion:
         # The uplink's peer was in the router and went with it; a half-made one may not have.
         netns.run(["ip", "link", "del", self.names.uplink], check=False, timeout=self.config.timeouts.command)
         kept = keep_logs(self.config, self.spec.name)
-        work = self.config.state_dir / self.spec.name
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
             removed.append(f"work directory {work}" + (f" (logs kept in {kept})" if kept else ""))

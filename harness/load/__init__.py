@@ -1,0 +1,1 @@
+"""Load generation: locust users for etcd, their runner, and the client adapter."""

@@ -1,0 +1,130 @@
+"""The one adapter between load generation and an etcd v3 client library.
+
+The library is `etcd-sdk-python` (import `pyetcd`): the API of `etcd3`, but its generated code
+works on current protobuf (etcd3 0.12 needs the pure-Python protobuf, ~500 puts/s). Why it was
+chosen over etcd3 and aetcd, with figures, is in the README (benchmarks/etcd_clients.py). Its
+default endpoint locks itself out for 5 minutes after one error: endpoints here retry at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+TIMEOUT_S = 2.0
+# A range GET of a large prefix answers with more than gRPC's default 4 MiB (etcd allows ~2 GiB).
+MAX_MESSAGE = 256 * 1024 * 1024
+
+
+class KVError(Exception):
+    """A request failed. `indeterminate` when a write may or may not have taken effect."""
+
+    def __init__(self, message: str, indeterminate: bool) -> None:
+        super().__init__(message)
+        self.indeterminate = indeterminate
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    revision: int
+    key: str
+    kind: str  # put | delete
+    value: str | None
+
+
+def _wrap(write: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            import grpc
+
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                if not isinstance(e, grpc.RpcError) and type(e).__module__.split(".")[0] not in LIBRARIES:
+                    raise  # not a request failure: a bug to see, not a failed operation
+                code = e.code() if isinstance(e, grpc.RpcError) else None
+                # A refused connection never reached etcd; anything later may have been applied.
+                sure_not = code is not None and code.name == "UNAVAILABLE" and "connect" in str(e).lower()
+                raise KVError(f"{fn.__name__}: {type(e).__name__}: {str(e)[:200]}", write and not sure_not) from None
+
+        call.__name__ = fn.__name__
+        return call
+
+    return decorate
+
+
+LIBRARIES = ("pyetcd", "etcd3")  # etcd3 only for comparison (benchmarks/etcd_clients.py)
+
+
+class KV:
+    """One member endpoint (`http://host:port`), gRPC. Every call returns (revision, what it read)."""
+
+    def __init__(self, url: str, timeout: float | None = TIMEOUT_S, library: str = "pyetcd") -> None:
+        parts = urlsplit(url if "//" in url else f"http://{url}")
+        host, port = parts.hostname or "127.0.0.1", parts.port or 2379
+        self.url = url
+        if library == "etcd3":  # same API; needs PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python on current protobuf
+            import etcd3
+
+            self.client = etcd3.client(host, port, timeout=timeout,
+                                       grpc_options=[("grpc.max_receive_message_length", MAX_MESSAGE)])
+            return
+        import pyetcd
+
+        endpoint = pyetcd.Endpoint(host, port, secure=False, time_retry=0,
+                                   opts=[("grpc.max_receive_message_length", MAX_MESSAGE)])
+        self.client = pyetcd.MultiEndpointEtcd3Client([endpoint], timeout=timeout)
+
+    @_wrap(write=True)
+    def put(self, key: str, value: str) -> tuple[int, None]:
+        return int(self.client.put(key, value).header.revision), None
+
+    @_wrap(write=False)
+    def get(self, key: str) -> tuple[int, str | None]:
+        response = self.client.get_response(key)
+        value = response.kvs[0].value.decode() if response.count else None
+        return int(response.header.revision), value
+
+    @_wrap(write=False)
+    def range_prefix(self, prefix: str) -> tuple[int, int]:
+        """Every key and value under `prefix` (a list, as the GEP's range GET); returns how many."""
+        response = self.client.get_prefix_response(prefix)
+        return int(response.header.revision), int(response.count)
+
+    @_wrap(write=True)
+    def delete(self, key: str) -> tuple[int, str | None]:
+        """Returns the value it deleted (None: the key was absent), so a history knows what went."""
+        response = self.client.delete(key, prev_kv=True, return_response=True)
+        prev = response.prev_kvs[0].value.decode() if response.prev_kvs else None
+        return int(response.header.revision), prev
+
+    @_wrap(write=True)
+    def put_if_absent(self, key: str, value: str) -> tuple[int, bool]:
+        """A transaction: create `key` only if it does not exist (what a Kubernetes create does)."""
+        ok, responses = self.client.transaction(
+            compare=[self.client.transactions.version(key) == 0],
+            success=[self.client.transactions.put(key, value)], failure=[])
+        header = responses[0].response_put.header if ok and responses else None
+        return (int(header.revision) if header is not None else 0), bool(ok)
+
+    @_wrap(write=True)
+    def put_with_lease(self, key: str, value: str, ttl: int = 10) -> tuple[int, None]:
+        lease = self.client.lease(ttl)
+        return int(self.client.put(key, value, lease=lease).header.revision), None
+
+    def watch(self, prefix: str, start_revision: int | None = None) -> tuple[Any, Callable[[], None]]:
+        """An iterator of WatchEvents from `start_revision`, and a function that cancels it."""
+        kwargs = {"start_revision": start_revision} if start_revision else {}
+        events, cancel = self.client.watch_prefix(prefix, **kwargs)
+
+        def convert() -> Any:
+            for e in events:
+                kind = "delete" if type(e).__name__ == "DeleteEvent" else "put"
+                value = e.value.decode() if kind == "put" else None
+                yield WatchEvent(int(e.mod_revision), e.key.decode(), kind, value)
+
+        return convert(), cancel
+
+    def close(self) -> None:
+        self.client.close()

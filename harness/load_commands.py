@@ -1,0 +1,64 @@
+"""`harness load` and `harness measure traffic`: a named load against the region's etcd from a
+client zone, with locust's statistics, or the cross-zone traffic it causes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from harness.load.profiles import resolve
+from harness.load.runner import LoadRun
+from harness.probes.traffic import TrafficProbe
+from harness.providers.local.region import LocalEnvironment
+from harness.timeline import Timeline
+from harness.validate.traffic import rates
+
+
+def _start(env: LocalEnvironment, profile: str, processes: int = 1) -> LoadRun | None:
+    resolved = resolve(profile, env, processes)
+    if resolved is None:
+        return None
+    spec, netns = resolved
+    run = LoadRun(spec, netns, Path(tempfile.mkdtemp(prefix=f"harness-load-{profile}-")), Timeline()).start()
+    run.wait_started()
+    return run
+
+
+def run_load(env: LocalEnvironment, args: argparse.Namespace) -> int:
+    run = _start(env, args.profile, args.processes)
+    assert run is not None
+    print(f"[harness] {args.profile} for {args.seconds:g} s from {run.netns}, history in {run.workdir / 'history'}", flush=True)
+    time.sleep(args.seconds)
+    stats = run.stop()
+    out = {"profile": args.profile, "seconds": args.seconds} | {k: stats[k] for k in ("requests", "failures", "ops_per_s", "p99_ms")}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{args.profile}: {out['requests']} requests, {out['failures']} failed, {out['ops_per_s']} ops/s, p99 {out['p99_ms']} ms")
+        for name, figures in stats["per_operation"].items():
+            print(f"  {name:<8} {figures['requests']:>8} requests, p99 {figures['p99_ms']} ms")
+    return 0
+
+
+def measure_traffic(env: LocalEnvironment, args: argparse.Namespace) -> int:
+    run = _start(env, args.profile)
+    try:
+        probe = TrafficProbe(env)
+        time.sleep(1.0)
+        first = probe.sample()
+        time.sleep(args.seconds)
+        figures = {"profile": args.profile} | rates(first, probe.sample())
+    finally:
+        if run is not None:
+            run.stop()
+    if args.json:
+        print(json.dumps(figures))
+        return 0
+    print(f"{args.profile}: {figures['total_kib_s']['wire']} KiB/s across zones at the router, "
+          f"{figures['total_kib_s']['metrics']} KiB/s by etcd's peer metrics, over {figures['seconds']} s")
+    for pair, v in figures["pairs"].items():
+        print(f"  {pair:<18} wire {v['wire_kib_s']:>8} KiB/s   metrics {v['metrics_kib_s']:>8} KiB/s")
+    return 0

@@ -1,0 +1,222 @@
+"""The local cloud's reconciler: what the AWS API says, applied to the local region.
+
+    python -m harness.providers.local.cloud_reconcile --state-dir=DIR --data-dir=DIR --region=NAME
+
+Every `interval` seconds it reads the VPC's network ACLs and instances with the harness's admin
+credentials, then
+- makes the router's `cloud_acl` table the translation of each zone subnet's current ACL
+  (cloud_acl.acl_ruleset), replaced in one nft transaction, only when it changes;
+- kills the node of an instance that is stopping, stopped or terminated (the region's node-kill
+  effect), and brings it back when the instance runs again, if it was the reconciler that killed it.
+
+Its memory (the ruleset it applied, the nodes it killed) lives in the status file, so a restarted
+reconciler neither applies twice nor forgets a node it has to bring back. Errors (moto away, nft
+failing) are logged and retried on the next pass; the loop never stops for them. It exits when
+told to (SIGTERM) or when the region's state file is gone (the region was taken down).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.aws.errors import aws_call
+from harness.aws.nacl import AclEntry
+from harness.config import Config, RegionSpec, Timeouts
+from harness.providers.local import effects, netns
+from harness.providers.local.cloud import cloud_access, status_path
+from harness.providers.local.cloud_acl import TABLE, SubnetAcl, acl_ruleset, chain_rules
+from harness.providers.local.region import LocalEnvironment
+from harness.providers.state import read_state, state_path
+
+# An instance in one of these is a machine that is off: its node runs nothing.
+DOWN_STATES = frozenset({"stopping", "stopped", "shutting-down", "terminated"})
+log = logging.getLogger("cloud-reconciler")
+
+
+@dataclass
+class Status:
+    """The reconciler's memory and what a test or benchmark observes (the status file)."""
+
+    pid: int = 0
+    ready_at: float | None = None  # wall time of this process's first complete pass
+    ruleset: str | None = None  # sha256 of the nft script last applied
+    acls: dict[str, dict[str, Any]] = field(default_factory=dict)  # zone -> acl_id, digest, applied_at
+    killed: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> fail_node data, killed_at
+    error: str | None = None  # the last pass's error, None once a pass succeeds again
+
+    @classmethod
+    def load(cls, path: Path) -> Status:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return cls()
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        os.replace(tmp, path)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Reconciler:
+    def __init__(self, env: LocalEnvironment) -> None:
+        self.env = env
+        record = env.state["cloud"]
+        access = cloud_access(env.state)
+        if access is None:
+            raise SystemExit(f"region {env.spec.name!r} has no populated local cloud in its state file")
+        self.vpc_id = access.vpc_id
+        self.subnets: dict[str, str] = record["subnets"]
+        self.instances: dict[str, str] = record["instances"]
+        self.ec2 = access.client("ec2", attempts=1)
+        self.path = status_path(env.config, env.spec.name)
+        self.status = Status.load(self.path)
+        self.status.pid, self.status.ready_at = os.getpid(), None
+        # Trust the remembered ruleset only if the table is still there (a router rebuilt has none).
+        listed = netns.ns_run(env.names.router, ["nft", "list", "tables"], check=False)
+        if f"table ip {TABLE}" not in listed:
+            self.status.ruleset = None
+
+    def save(self) -> None:
+        self.status.save(self.path)
+
+    # -- one pass ------------------------------------------------------------
+    def tick(self) -> None:
+        with aws_call(f"reading the network ACLs of {self.vpc_id}"):
+            acls = [a for page in self.ec2.get_paginator("describe_network_acls").paginate(
+                Filters=[{"Name": "vpc-id", "Values": [self.vpc_id]}]) for a in page["NetworkAcls"]]
+        self.apply_acls(acls)
+        with aws_call(f"reading the instances of {self.vpc_id}"):
+            found = [i for page in self.ec2.get_paginator("describe_instances").paginate(
+                Filters=[{"Name": "vpc-id", "Values": [self.vpc_id]}])
+                for r in page["Reservations"] for i in r["Instances"]]
+        self.apply_instances({i["InstanceId"]: i["State"]["Name"] for i in found})
+
+    def apply_acls(self, acls: Sequence[dict[str, Any]]) -> None:
+        by_subnet = {a["SubnetId"]: acl for acl in acls for a in acl.get("Associations") or ()}
+        wanted = []
+        for zone, subnet_id in self.subnets.items():
+            acl = by_subnet.get(subnet_id)
+            entries = tuple(AclEntry.from_aws(e) for e in (acl or {}).get("Entries") or ())
+            wanted.append(SubnetAcl(zone, self.env.names.subnet(zone), acl["NetworkAclId"] if acl else None, entries))
+        script = acl_ruleset(wanted)
+        digest = _digest(script)
+        if digest == self.status.ruleset:
+            return
+        netns.nft(self.env.names.router, script, self.env.config.timeouts.command)
+        now = time.time()
+        for s in wanted:
+            rules = [chain_rules(s, egress) for egress in (True, False)] if s.acl_id else []
+            zone_digest = _digest(json.dumps([s.acl_id, s.cidr, rules]))
+            if (self.status.acls.get(s.zone) or {}).get("digest") != zone_digest:
+                self.status.acls[s.zone] = {"acl_id": s.acl_id, "digest": zone_digest, "applied_at": now}
+                words = "; ".join(f"{'out' if e.egress else 'in'} {e.words()}" for e in s.entries) or "no entry"
+                log.info("%s: network ACL %s applied to %s (%s)", s.zone, s.acl_id or "(none: unfiltered)", s.cidr, words)
+        self.status.ruleset = digest
+        self.save()
+
+    def apply_instances(self, states: dict[str, str]) -> None:
+        for node, instance_id in self.instances.items():
+            state = states.get(instance_id)
+            if state is None:
+                # Not listed (an API that lost its data?): no evidence the machine is off, so leave it.
+                continue
+            if state in DOWN_STATES:
+                if node not in self.status.killed:
+                    member = self.env.member_on(node)
+                    # What restore_node needs, remembered before the kill: a restarted reconciler
+                    # then finishes the kill, and never forgets to bring the node back.
+                    self.status.killed[node] = {"instance_id": instance_id, "state": state, "killed_at": time.time(),
+                                                "data": {"mode": "kill", "member": member.name if member else None}}
+                    self.save()
+                    self._kill(node, f"instance {instance_id} is {state}")
+                elif netns.netns_pids(self.env.names.node_ns(node)):
+                    self._kill(node, f"instance {instance_id} is still {state} but something restarted the node")
+            elif state == "running" and node in self.status.killed:
+                self.env.refresh()
+                effects.restore_node(self.env, node, self.status.killed[node]["data"])
+                del self.status.killed[node]
+                self.save()
+                log.info("%s: instance %s runs again: node restored", node, instance_id)
+
+    def _kill(self, node: str, why: str) -> None:
+        self.env.refresh()
+        effects.fail_node(self.env, node, "kill")
+        log.info("%s: %s: node killed", node, why)
+
+    # -- the loop --------------------------------------------------------------
+    def run(self, interval: float, stop: threading.Event) -> None:
+        log.info("reconciling region %s with VPC %s every %.2fs", self.env.spec.name, self.vpc_id, interval)
+        while not stop.is_set():
+            if not self.env.path.exists():
+                log.info("the region's state file is gone: the region was taken down; exiting")
+                return
+            started = time.monotonic()
+            try:
+                self.tick()
+            except Exception as exc:  # noqa: BLE001 - logged and retried: the loop must outlive moto hiccups
+                message = f"{type(exc).__name__}: {exc}"
+                if message != self.status.error:
+                    log.warning("pass failed (retrying every %.2fs): %s", interval, message)
+                    self.status.error = message
+                    self.save()
+            else:
+                if self.status.error is not None or self.status.ready_at is None:
+                    if self.status.error is not None:
+                        log.info("passes succeed again")
+                    self.status.error = None
+                    self.status.ready_at = self.status.ready_at or time.time()
+                    self.save()
+            _reap_children()
+            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+        log.info("stopped")
+
+
+def _reap_children() -> None:
+    """Members this process restarted are its children: collect them when they die (a later kill)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Apply the local cloud's network ACLs and instance states to the region.")
+    ap.add_argument("--state-dir", type=Path, required=True)
+    ap.add_argument("--data-dir", type=Path, required=True)
+    ap.add_argument("--region", required=True)
+    ap.add_argument("--interval", type=float, default=0.15)
+    ap.add_argument("--command-timeout", type=float, default=Timeouts.command)
+    args = ap.parse_args(argv)
+    if not 0.01 <= args.interval <= 60:
+        ap.error(f"--interval must be between 0.01 and 60 seconds, got {args.interval}")
+    config = Config(region=RegionSpec(name=args.region), state_dir=args.state_dir, data_dir=args.data_dir,
+                    timeouts=Timeouts(command=args.command_timeout))
+    state = read_state(state_path(config.state_dir, args.region))
+    if state is None or not state.get("cloud"):
+        raise SystemExit(f"region {args.region!r} has no local cloud in {config.state_dir}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    Reconciler(LocalEnvironment(config, state)).run(args.interval, stop)
+
+
+if __name__ == "__main__":
+    main()

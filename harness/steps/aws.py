@@ -1,0 +1,117 @@
+"""Steps of GEP-20's zone outage on AWS: network ACLs and credentials through the AWS API, and
+the machine-API probe that observes whether machines can be created and deleted."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pytest_bdd import given, parsers, then, when
+
+from harness import judge
+from harness.aws.access import AwsAccess
+from harness.aws.machines import MachineApiProbe
+from harness.faults.runner import FaultRunner
+from harness.providers.local.region import EtcdMembers
+from harness.steps.faults import apply_faults
+from harness.steps.scenario import Outage
+from harness.timeline import Timeline
+from harness.wait import wait_for
+
+_DENIED = ("AccessDenied", "UnauthorizedOperation", "AuthFailure")
+
+
+def _subnet(cloud: AwsAccess, zone: str) -> str:
+    ec2 = cloud.client("ec2")
+    subnets = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [cloud.vpc_id]},
+                                            {"Name": "availability-zone", "Values": [cloud.az(zone)]}])["Subnets"]
+    judge.holds(bool(subnets), f"a subnet of {cloud.vpc_id} in {cloud.az(zone)} for the machine probe", subnets)
+    return str(sorted(subnets, key=lambda s: s["SubnetId"])[0]["SubnetId"])
+
+
+@given("the region's cloud: a VPC with a subnet per zone and an instance per node")
+def _(cloud: AwsAccess) -> None:
+    """The cloud fixture brings it up (the local region's own, or [aws]); nothing else to do."""
+
+
+@given(parsers.parse('a machine probe creates and deletes a machine in zone "{zone}" every {seconds:g} s'),
+       target_fixture="machine_probe")
+def _(cloud: AwsAccess, env, timeline: Timeline, machine_probes: list[Any], zone: str, seconds: float) -> MachineApiProbe:
+    judge.holds(cloud.machine_credentials is not None and cloud.image_id is not None,
+                "machine controller credentials and an image to launch are configured", cloud.machine_principal)
+    assert cloud.machine_credentials is not None and cloud.image_id is not None
+    probe = MachineApiProbe(cloud.client("ec2", cloud.machine_credentials, attempts=1), _subnet(cloud, env.zone(zone)),
+                            cloud.image_id, run_id=f"machines-{zone}-{int(time.time() * 1000)}", clock=timeline.now,
+                            interval=seconds, instance_type=cloud.instance_type, cleanup_ec2=cloud.client("ec2"),
+                            keep_one=True)
+    machine_probes.append(probe.start())
+    wait_for(lambda: [s for s in probe.samples if s["ok"]], lambda ok: len(ok) >= 2,
+             "the machine probe's first create and delete", 30)
+    return probe
+
+
+@when(parsers.parse("{zone}'s subnets get a deny-all network ACL and the machine credentials are revoked"),
+      target_fixture="outage")
+def _(etcd: EtcdMembers, faults: FaultRunner, zone: str) -> Outage:
+    """GEP-20's AWS outage, as its authors did it by hand: both faults, back to back."""
+    return apply_faults(etcd, faults, [("aws-zone-outage", zone, {}), ("aws-revoke-credentials", "machine-controller", {})])
+
+
+@when(parsers.parse("{zone}'s subnets get a network ACL denying the other zones"), target_fixture="outage")
+def _(etcd: EtcdMembers, faults: FaultRunner, zone: str) -> Outage:
+    return apply_faults(etcd, faults, [("aws-zone-outage", zone, {"scope": "availability-zone"})])
+
+
+@when(parsers.parse('the instance of node "{node}" is {mode}'), target_fixture="outage")
+def _(etcd: EtcdMembers, faults: FaultRunner, node: str, mode: str) -> Outage:
+    kinds = {"stopped": "aws-instance-stop", "terminated": "aws-instance-terminate", "rebooted": "aws-instance-reboot"}
+    judge.holds(mode in kinds, f"an instance failure mode out of {', '.join(kinds)}", mode)
+    return apply_faults(etcd, faults, [(kinds[mode], node, {})])
+
+
+@when("the network ACLs and the machine credentials are restored", target_fixture="outage")
+def _(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    return _restore(env, faults, timeline, outage)
+
+
+@when("the network ACLs are restored", target_fixture="outage")
+def _(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    return _restore(env, faults, timeline, outage)
+
+
+@when("the instance is started again", target_fixture="outage")
+def _(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    return _restore(env, faults, timeline, outage)
+
+
+def _restore(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    outage.healed_at = timeline.now()
+    for f in outage.faults:
+        faults.heal(f, wait=False)  # quorum may still be catching up; later steps judge it
+        if f.target in env.zones:
+            outage.returned.append(f.target)
+    return outage
+
+
+@then(parsers.parse('machines can be neither created nor deleted in zone "{zone}"'))
+def _(machine_probe: MachineApiProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
+    revoked = max(f.event.data.get("injected_at", f.event.start) for f in outage.faults)
+    wait_for(lambda: _kinds(machine_probe, revoked), lambda k: {"create", "delete"} <= k,
+             f"the machine probe's create and delete attempts in {zone} since the revocation", 30)
+    during = [s for s in machine_probe.samples if s["start"] >= revoked]
+    judge.holds(all(not s["ok"] and s["error"] in _DENIED for s in during),
+                f"every create and delete in {zone} refused since the revocation", during)
+
+
+@then(parsers.parse('machines can be created and deleted in zone "{zone}" again within {seconds:g} s'))
+def _(machine_probe: MachineApiProbe, outage: Outage, zone: str, seconds: float) -> None:
+    assert outage.healed_at is not None, "nothing was restored in this scenario"
+    healed = outage.healed_at
+    wait_for(lambda: {s["kind"] for s in machine_probe.samples if s["ok"] and s["start"] >= healed},
+             lambda k: {"create", "delete"} <= k, f"a machine created and one deleted in {zone} after the restore",
+             seconds)
+
+
+def _kinds(probe: MachineApiProbe, since: float) -> set[str]:
+    return {s["kind"] for s in probe.samples if s["start"] >= since}
+

@@ -1,0 +1,142 @@
+"""Steps for load (locust, from a client zone) and cross-zone traffic (GEP-20's appendix)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pytest_bdd import given, parsers, then, when
+
+from harness import judge
+from harness.errors import ConfigError
+from harness.load.runner import LoadSpec
+from harness.probes.traffic import TrafficProbe
+from harness.providers.local.region import EtcdMembers
+from harness.timeline import Timeline
+from harness.validate import traffic as tv
+
+TARGETS = ("the leader", "a follower")
+CLIENTS = ("its zone", "another zone")
+
+
+def _member(etcd: EtcdMembers, target: str) -> Any:
+    if target not in TARGETS:
+        raise ConfigError(f"unknown load target {target!r}; accepted: {', '.join(TARGETS)}")
+    leader = etcd.leader(etcd.wait_healthy())
+    if target == "the leader":
+        return etcd.member(leader)  # type: ignore[arg-type]
+    return next(m for m in etcd.members if m.name != leader)
+
+
+@given(parsers.parse("a load of {rate:g} PUT/s with {size:g} KiB values against {target} from a client in {where}"),
+       target_fixture="load")
+def _(loads: Any, etcd: EtcdMembers, rate: float, size: float, target: str, where: str) -> Any:
+    if where not in CLIENTS:
+        raise ConfigError(f"unknown client placement {where!r}; accepted: {', '.join(CLIENTS)}")
+    member = _member(etcd, target)
+    zone = member.zone if where == "its zone" else next(z for z in etcd.zones if z != member.zone)
+    return loads.start(LoadSpec("put", rate, (member.client_url,), int(size * 1024)), etcd.names.client_ns(zone))
+
+
+@when(parsers.parse("cross-zone traffic is measured for {seconds:g} s"), target_fixture="traffic")
+def _(env: Any, etcd: EtcdMembers, timeline: Timeline, seconds: float) -> dict[str, Any]:
+    probe = TrafficProbe(env, etcd)
+    time.sleep(1.0)  # past the load's start-up
+    with timeline.span("traffic", "measure", seconds=seconds) as event:
+        first = probe.sample()
+        time.sleep(seconds)
+        figures = tv.rates(first, probe.sample())
+        event.data.update(figures)
+    return figures
+
+
+@then(parsers.parse("cross-zone traffic stays below {limit:g} KiB/s"))
+def _(traffic: dict[str, Any], limit: float) -> None:
+    judge.holds(traffic["total_kib_s"]["wire"] < limit, f"cross-zone traffic below {limit:g} KiB/s",
+                seen=traffic["total_kib_s"])
+
+
+@then(parsers.parse("cross-zone traffic is about {expected:g} KiB/s, within {tolerance:g} %"))
+def _(traffic: dict[str, Any], expected: float, tolerance: float) -> None:
+    wire = traffic["total_kib_s"]["wire"]
+    judge.holds(abs(wire - expected) <= expected * tolerance / 100,
+                f"cross-zone traffic {wire:g} KiB/s within {tolerance:g} % of {expected:g} KiB/s", seen=traffic["pairs"])
+
+
+@then(parsers.parse('traffic between zone "{a}" and zone "{b}" stays below {limit:g} KiB/s'))
+def _(traffic: dict[str, Any], etcd: EtcdMembers, a: str, b: str, limit: float) -> None:
+    both = tv.between(traffic, etcd.zone(a), etcd.zone(b))
+    judge.holds(both["wire_kib_s"] < limit, f"traffic between {a} and {b} below {limit:g} KiB/s", seen=both)
+
+
+@then(parsers.parse("traffic between the followers' zones stays below {limit:g} KiB/s"))
+def _(traffic: dict[str, Any], etcd: EtcdMembers, limit: float) -> None:
+    leader = etcd.leader(etcd.status())
+    zones = [m.zone for m in etcd.members if m.name != leader]
+    both = tv.between(traffic, zones[0], zones[1])
+    judge.holds(both["wire_kib_s"] < limit, f"traffic between the followers' zones {zones} below {limit:g} KiB/s",
+                seen=both)
+
+
+@then(parsers.parse("the peer metrics account for {low:g} to {high:g} % of the wire bytes"))
+def _(traffic: dict[str, Any], low: float, high: float) -> None:
+    total = traffic["total_kib_s"]
+    share = 100 * total["metrics"] / total["wire"] if total["wire"] else 0.0
+    judge.holds(low <= share <= high, f"peer metrics {share:.0f} % of the wire bytes (between {low:g} and {high:g} %)",
+                seen=total)
+
+
+@given(parsers.parse("a mixed load of {rate:g} ops/s with a watcher from a client in another zone"), target_fixture="load")
+def _(loads: Any, etcd: EtcdMembers, target_zone: str, rate: float) -> Any:
+    """Every member takes requests; the client and its watcher's member sit outside the target zone."""
+    zone = next(z for z in etcd.zones if z != target_zone)
+    watched = next(m for m in etcd.members if m.zone == zone)
+    spec = LoadSpec("mixed", rate, tuple(m.client_url for m in etcd.members), users=20, watch_host=watched.client_url)
+    return loads.start(spec, etcd.names.client_ns(zone))
+
+
+@then("the history is linearizable")
+def _(loads: Any) -> None:
+    from harness.load.history import operations
+    from harness.validate.linearizability import check
+
+    loads.stop_all()
+    ops = [op for run in loads.runs for op in operations(run.workdir / "history")]
+    judge.holds(len(ops) > 0, "the load recorded operations to check", seen=len(ops))
+    verdict = check(ops, loads.directory / "porcupine.html")
+    judge.holds(verdict.ok, f"the history of {len(ops)} operations is linearizable\n{verdict}")
+
+
+@then("every watcher saw every event in order")
+def _(loads: Any) -> None:
+    from harness.load.history import operations, watchers
+    from harness.validate.oplog import acknowledged_writes
+    from harness.validate.watch import check_watchers
+
+    loads.stop_all()
+    runs = [run.workdir / "history" for run in loads.runs]
+    records = [w for d in runs for w in watchers(d)]
+    judge.holds(bool(records) and all(r.events for r in records), "watchers recorded events", seen=len(records))
+    history = acknowledged_writes([op for d in runs for op in operations(d)])
+    judge.none_of(check_watchers(records, history), "watch anomalies (out of order, duplicated, missed, resumed wrong)")
+
+
+@then("no acknowledged write of the load is lost")
+def _(loads: Any, etcd: EtcdMembers) -> None:
+    from harness.load.history import operations, tag, watchers
+    from harness.probes.converge import converged
+    from harness.validate.oplog import acknowledged_writes, uncertain_deletes
+    from harness.validate.watch import lost_writes
+
+    loads.stop_all()
+    converged(etcd, etcd.config.timeouts.recovery)
+    runs = [run.workdir / "history" for run in loads.runs]
+    ops = [op for d in runs for op in operations(d)]
+    client = etcd.client(etcd.members[0].name)
+    try:
+        final = {k: (rev, tag(v) or "") for run in loads.runs for k, (rev, v) in client.items(run.spec.key_prefix).items()}
+    finally:
+        client.close()
+    found = lost_writes(acknowledged_writes(ops), final, watchers=[w for d in runs for w in watchers(d)],
+                        uncertain_deletes=uncertain_deletes(ops))
+    judge.none_of(found, "acknowledged writes of the load missing at the end")

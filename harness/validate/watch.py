@@ -1,0 +1,417 @@
+"""Watch guarantees and data safety, judged over recorded histories.
+
+Inputs:
+
+- the revision history of the keys, `KeyHistory` (key -> [(revision, value)], value None
+  for a delete), from the acknowledged writes (`oplog.acknowledged_writes(ops)`);
+- what each watcher received, a `WatchRecord`: the key prefix it watched, the revision it
+  started from, every event in the order received (across reconnects), and where it
+  reconnected (the index of the first event of the new stream and the revision it asked
+  to resume from);
+- for lost writes, the final state of the keys (key -> (mod revision, value)), read once
+  the load has stopped.
+
+etcd's guarantees checked here (https://etcd.io/docs/v3.5/learning/api_guarantees/#watch-apis):
+ordered (revisions never go back; a key's revisions strictly increase), unique (no event
+twice), reliable (no event missing between the start and the last event seen), resumable
+(after a reconnect from revision r the stream continues from r, nothing repeated, nothing
+skipped); and no acknowledged write is lost. The events a watcher must see are the
+acknowledged writes under its prefix plus every event any watcher saw under it (a write
+whose response was lost still shows up in the other watchers).
+
+Every check is a pure function returning anomalies (dataclasses whose str names the
+anomaly and what was seen), empty when the history is clean.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.validate.oplog import KeyHistory, MalformedHistory
+
+EventType = Literal["put", "delete"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    revision: int
+    key: str
+    type: EventType
+    value: str | None = None  # the value put; None for a delete
+
+    @property
+    def ident(self) -> tuple[int, str]:
+        return self.revision, self.key
+
+    def __str__(self) -> str:
+        what = f"put {self.key!r}={self.value!r}" if self.type == "put" else f"delete {self.key!r}"
+        return f"{what} @{self.revision}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reconnect:
+    at: int  # index in the record's events of the first event the new stream delivered
+    revision: int  # the start revision the watcher asked to resume from
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The events one stream (the first watch, or one after a reconnect) delivered."""
+
+    number: int  # 0 for the first stream
+    start_revision: int
+    offset: int  # index of its first event in the record
+    events: tuple[WatchEvent, ...]
+
+
+@dataclass(frozen=True)
+class WatchRecord:
+    watcher: str
+    prefix: str  # keys watched: every key starting with it
+    start_revision: int  # the first revision watched (header revision + 1 for a watch "from now")
+    events: tuple[WatchEvent, ...]
+    reconnects: tuple[Reconnect, ...] = ()
+
+    def __post_init__(self) -> None:
+        at = [r.at for r in self.reconnects]
+        if at != sorted(at) or any(not 0 <= a <= len(self.events) for a in at):
+            raise MalformedHistory(
+                f"watcher {self.watcher}: reconnect points {at} must be sorted indexes into its {len(self.events)} events"
+            )
+
+    def covers(self, key: str) -> bool:
+        return key.startswith(self.prefix)
+
+    def segments(self) -> list[Segment]:
+        starts = [(0, self.start_revision)] + [(r.at, r.revision) for r in self.reconnects]
+        out = []
+        for n, (at, rev) in enumerate(starts):
+            end = starts[n + 1][0] if n + 1 < len(starts) else len(self.events)
+            out.append(Segment(n, rev, at, self.events[at:end]))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "watcher": self.watcher,
+            "prefix": self.prefix,
+            "start_revision": self.start_revision,
+            "events": [[e.revision, e.key, e.type, e.value] for e in self.events],
+            "reconnects": [[r.at, r.revision] for r in self.reconnects],
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> WatchRecord:
+        try:
+            return cls(
+                watcher=str(d["watcher"]),
+                prefix=str(d["prefix"]),
+                start_revision=int(d["start_revision"]),
+                events=tuple(WatchEvent(int(r), str(k), t, v) for r, k, t, v in d["events"]),
+                reconnects=tuple(Reconnect(int(a), int(r)) for a, r in d.get("reconnects", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MalformedHistory(f"malformed watch record {str(d)[:200]}: {exc!r}") from None
+
+
+FinalState = Mapping[str, tuple[int, str]]  # key -> (mod revision, value) of the keys present
+
+
+def final_from_json(d: Mapping[str, Any]) -> dict[str, tuple[int, str]]:
+    return {str(k): (int(rev), str(v)) for k, (rev, v) in d.items()}
+
+
+# --- anomalies -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReorderedEvent:
+    watcher: str
+    index: int
+    event: WatchEvent
+    after: WatchEvent  # the event of a higher revision delivered before it
+
+    def __str__(self) -> str:
+        return f"reordered event: watcher {self.watcher} got {self.event} at #{self.index}, after {self.after}"
+
+
+@dataclass(frozen=True)
+class DuplicateEvent:
+    watcher: str
+    index: int
+    event: WatchEvent
+    first_index: int
+
+    def __str__(self) -> str:
+        return f"duplicate event: watcher {self.watcher} got {self.event} twice, at #{self.first_index} and #{self.index}"
+
+
+@dataclass(frozen=True)
+class MissedEvent:
+    watcher: str
+    event: WatchEvent  # the event it should have got
+    previous: int | None  # revision of the last event it got before, if any
+    following: int | None  # revision of the first event it got after, if any
+
+    def __str__(self) -> str:
+        around = ", ".join(
+            part
+            for part in (
+                f"it got @{self.previous} before" if self.previous is not None else "",
+                f"@{self.following} after" if self.following is not None else "",
+            )
+            if part
+        )
+        return f"gap in watch: watcher {self.watcher} never got {self.event}" + (f" ({around})" if around else "")
+
+
+@dataclass(frozen=True)
+class ResumeRepeated:
+    watcher: str
+    resumed_from: int
+    index: int
+    event: WatchEvent
+    first_index: int
+
+    def __str__(self) -> str:
+        return (
+            f"resume repeated an event: watcher {self.watcher} resumed from @{self.resumed_from} and got {self.event} "
+            f"again at #{self.index} (first at #{self.first_index})"
+        )
+
+
+@dataclass(frozen=True)
+class ResumeSkipped:
+    watcher: str
+    resumed_from: int
+    last_before: int | None  # the highest revision it had got before reconnecting
+    event: WatchEvent
+
+    def __str__(self) -> str:
+        before = f"after @{self.last_before} " if self.last_before is not None else ""
+        return (
+            f"resume skipped an event: watcher {self.watcher} reconnected {before}and resumed from @{self.resumed_from}, "
+            f"but never got {self.event}"
+        )
+
+
+@dataclass(frozen=True)
+class InconsistentEvent:
+    watcher: str
+    index: int
+    event: WatchEvent
+    expected: WatchEvent | None  # None: the key is outside the watched prefix
+
+    def __str__(self) -> str:
+        if self.expected is None:
+            return f"inconsistent event: watcher {self.watcher} got {self.event} at #{self.index}, outside its prefix"
+        return f"inconsistent event: watcher {self.watcher} got {self.event} at #{self.index}; the history has {self.expected}"
+
+
+@dataclass(frozen=True)
+class LostWrite:
+    key: str
+    revision: int
+    value: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"lost write: put {self.key!r}={self.value!r} acknowledged at revision {self.revision} is gone: {self.reason}"
+
+
+WatchAnomaly = ReorderedEvent | DuplicateEvent | MissedEvent | ResumeRepeated | ResumeSkipped | InconsistentEvent
+
+
+# --- what must be seen -----------------------------------------------------------------------
+
+
+def expected_events(history: KeyHistory, records: Iterable[WatchRecord] = ()) -> dict[tuple[int, str], WatchEvent]:
+    """(revision, key) -> event: the acknowledged writes, then what any watcher saw besides."""
+    out: dict[tuple[int, str], WatchEvent] = {}
+    for key, versions in history.items():
+        for rev, value in versions:
+            out[(rev, key)] = WatchEvent(rev, key, "put" if value is not None else "delete", value)
+    for record in records:
+        for e in record.events:
+            out.setdefault(e.ident, e)
+    return out
+
+
+def _covered(record: WatchRecord, expected: Mapping[tuple[int, str], WatchEvent]) -> list[WatchEvent]:
+    return sorted((e for e in expected.values() if record.covers(e.key)), key=lambda e: e.ident)
+
+
+def _neighbours(revisions: Sequence[int], rev: int) -> tuple[int | None, int | None]:
+    i = bisect.bisect_left(revisions, rev)
+    j = bisect.bisect_right(revisions, rev)
+    return (revisions[i - 1] if i > 0 else None), (revisions[j] if j < len(revisions) else None)
+
+
+# --- the checks ------------------------------------------------------------------------------
+
+
+def ordered(record: WatchRecord) -> list[ReorderedEvent]:
+    """Within each stream, revisions never go back (a key's strictly increase).
+
+    A repeat of an event is a duplicate (no_duplicates), not a reordering; a stream after a
+    reconnect going back is judged by resumable.
+    """
+    found = []
+    for seg in record.segments():
+        seen: set[tuple[int, str]] = set()
+        top: WatchEvent | None = None
+        for i, e in enumerate(seg.events, seg.offset):
+            if e.ident in seen:
+                continue
+            seen.add(e.ident)
+            if top is not None and e.revision < top.revision:
+                found.append(ReorderedEvent(record.watcher, i, e, top))
+            else:
+                top = e
+    return found
+
+
+def no_duplicates(record: WatchRecord) -> list[DuplicateEvent]:
+    """No stream delivers the same (revision, key) twice."""
+    found = []
+    for seg in record.segments():
+        first: dict[tuple[int, str], int] = {}
+        for i, e in enumerate(seg.events, seg.offset):
+            if e.ident in first:
+                found.append(DuplicateEvent(record.watcher, i, e, first[e.ident]))
+            else:
+                first[e.ident] = i
+    return found
+
+
+def no_gaps(record: WatchRecord, history: KeyHistory, others: Iterable[WatchRecord] = ()) -> list[MissedEvent]:
+    """Every event under the prefix is delivered, from the start to the last event seen.
+
+    Judged per stream: the first from its start revision, each later one from its first new
+    event (the seam at a reconnect is resumable's). `others`: the other watchers, whose
+    events count as having happened.
+    """
+    expected = _covered(record, expected_events(history, [record, *others]))
+    revisions = sorted(e.revision for e in record.events)
+    found = []
+    delivered_before: set[tuple[int, str]] = set()
+    for seg in record.segments():
+        fresh = [e for e in seg.events if e.ident not in delivered_before]
+        got = {e.ident for e in seg.events}
+        if fresh:
+            lo = seg.start_revision if seg.number == 0 else min(e.revision for e in fresh)
+            hi = max(e.revision for e in seg.events)
+            for e in expected:
+                if lo <= e.revision <= hi and e.ident not in got:
+                    found.append(MissedEvent(record.watcher, e, *_neighbours(revisions, e.revision)))
+        delivered_before |= got
+    return found
+
+
+def resumable(record: WatchRecord, history: KeyHistory, others: Iterable[WatchRecord] = ()) -> list[ResumeRepeated | ResumeSkipped]:
+    """After a reconnect from revision r the events continue from r: none repeated, none skipped."""
+    expected = _covered(record, expected_events(history, [record, *others]))
+    found: list[ResumeRepeated | ResumeSkipped] = []
+    first_index: dict[tuple[int, str], int] = {}
+    segments = record.segments()
+    for i, e in enumerate(segments[0].events):
+        first_index.setdefault(e.ident, i)
+    for seg in segments[1:]:
+        last_before = max((rev for rev, _ in first_index), default=None)
+        fresh = []
+        for i, e in enumerate(seg.events, seg.offset):
+            if e.ident in first_index:  # delivered by an earlier stream
+                found.append(ResumeRepeated(record.watcher, seg.start_revision, i, e, first_index[e.ident]))
+            else:
+                fresh.append(e)
+        if fresh:
+            floor = record.start_revision - 1 if last_before is None else last_before
+            first_new = min(e.revision for e in fresh)
+            for e in expected:
+                if floor < e.revision < first_new and e.ident not in first_index:
+                    found.append(ResumeSkipped(record.watcher, seg.start_revision, last_before, e))
+        for i, e in enumerate(seg.events, seg.offset):
+            first_index.setdefault(e.ident, i)
+    return found
+
+
+def consistent(record: WatchRecord, history: KeyHistory, others: Iterable[WatchRecord] = ()) -> list[InconsistentEvent]:
+    """Each event is under the prefix and agrees with the history and with the other watchers."""
+    expected = expected_events(history, others)
+    found = []
+    for i, e in enumerate(record.events):
+        if not record.covers(e.key):
+            found.append(InconsistentEvent(record.watcher, i, e, None))
+            continue
+        want = expected.get(e.ident)
+        if want is not None and want != e:
+            found.append(InconsistentEvent(record.watcher, i, e, want))
+    return found
+
+
+def caught_up(
+    record: WatchRecord, history: KeyHistory, through_revision: int, others: Iterable[WatchRecord] = ()
+) -> list[MissedEvent]:
+    """Every event under the prefix up to `through_revision` arrived (after the last one seen too).
+
+    For a judgement at the end of a run, once the watchers were given time to catch up.
+    """
+    got = {e.ident for e in record.events}
+    revisions = sorted(e.revision for e in record.events)
+    return [
+        MissedEvent(record.watcher, e, *_neighbours(revisions, e.revision))
+        for e in _covered(record, expected_events(history, [record, *others]))
+        if record.start_revision <= e.revision <= through_revision and e.ident not in got
+    ]
+
+
+def check_watchers(records: Sequence[WatchRecord], history: KeyHistory) -> list[WatchAnomaly]:
+    """Every watch check over every watcher, each judged against the others' events too."""
+    found: list[WatchAnomaly] = []
+    for n, record in enumerate(records):
+        others = [r for m, r in enumerate(records) if m != n]
+        found += ordered(record)
+        found += no_duplicates(record)
+        found += no_gaps(record, history, others)
+        found += resumable(record, history, others)
+        found += consistent(record, history, others)
+    return found
+
+
+def lost_writes(
+    history: KeyHistory,
+    final: FinalState,
+    *,
+    watchers: Iterable[WatchRecord] = (),
+    uncertain_deletes: Collection[str] = (),
+) -> list[LostWrite]:
+    """Every acknowledged put is in the final state or was superseded by a later write.
+
+    Superseded: the key's final mod revision is higher, or a later write of the key is
+    known (acknowledged, or seen by a watcher). A key that is absent at the end needs a
+    known delete after the put, or a delete whose revision is unknown (`uncertain_deletes`,
+    `oplog.uncertain_deletes(ops)`).
+    """
+    later: dict[str, int] = {}  # key -> highest revision of any known write
+    for key, versions in history.items():
+        for rev, _ in versions:
+            later[key] = max(later.get(key, 0), rev)
+    for record in watchers:
+        for e in record.events:
+            later[e.key] = max(later.get(e.key, 0), e.revision)
+    found = []
+    for key, versions in sorted(history.items()):
+        for rev, value in versions:
+            if value is None or later.get(key, 0) > rev:
+                continue
+            present = final.get(key)
+            if present is None:
+                if key not in uncertain_deletes:
+                    found.append(LostWrite(key, rev, value, "the key is absent at the end and no delete after it is known"))
+            elif present[0] < rev:
+                found.append(LostWrite(key, rev, value, f"the key holds the older {present[1]!r} from revision {present[0]}"))
+            elif present[0] == rev and present[1] != value:
+                found.append(LostWrite(key, rev, value, f"the key holds {present[1]!r} at that same revision"))
+    return found

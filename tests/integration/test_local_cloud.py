@@ -1,0 +1,238 @@
+"""The local cloud: the region as a VPC in a real AWS API (moto), and what that API says applied to it.
+
+Everything goes through plain boto3 against the moto endpoint, or through harness.aws's fault
+functions; the effect is observed with real etcd requests across the region's zones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config as BotoConfig
+from botocore.exceptions import ClientError
+
+from harness.aws.access import AwsAccess, Credentials
+from harness.aws.nacl import apply_zone_outage, heal_zone_outage, plan_zone_outage
+from harness.config import load_config
+from harness.errors import EnvironmentStateError
+from harness.kube.processes import ProcessRecord
+from harness.providers.base import Cloud
+from harness.providers.local import netns
+from harness.providers.local.cloud import TAG_NODE, TAG_ZONE, start_cloud, start_reconciler, status_path, workdir
+from harness.providers.local.region import LocalEnvironment, LocalRegion
+from harness.providers.state import state_path
+from harness.wait import wait_for
+from tests.integration.conftest import reachable
+
+
+NAME, PREFIX = "cl", "10.93"  # a region and subnets of this module's own
+
+
+@pytest.fixture(scope="module")
+def region() -> LocalRegion:
+    return LocalRegion(load_config(overrides={"region.name": NAME, "region.subnet_prefix": PREFIX}))
+
+
+@pytest.fixture(scope="module")
+def cloud(region: LocalRegion) -> Iterator[tuple[LocalEnvironment, AwsAccess]]:
+    region.down()
+    env = region.up()
+    try:
+        yield env, region.cloud(env)
+    finally:
+        region.down()
+
+
+def ec2_client(access: AwsAccess, credentials: Credentials | None = None, service: str = "ec2") -> Any:
+    c = credentials or access.credentials
+    return boto3.client(service, region_name=access.region, endpoint_url=access.endpoint_url,
+                        aws_access_key_id=c.access_key_id, aws_secret_access_key=c.secret_access_key,
+                        config=BotoConfig(retries={"max_attempts": 1}))
+
+
+def eventually(env: LocalEnvironment, member: str, via_zone: str, wanted: bool) -> None:
+    way = "reachable" if wanted else "unreachable"
+    wait_for(lambda: reachable(env, member, via_zone), lambda ok: ok == wanted,
+             f"{member} {way} from {via_zone}", timeout=5.0)
+
+
+def association(ec2: Any, subnet_id: str) -> tuple[str, str]:
+    acls = ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet_id]}])["NetworkAcls"]
+    assoc = next(a for acl in acls for a in acl["Associations"] if a["SubnetId"] == subnet_id)
+    return assoc["NetworkAclAssociationId"], assoc["NetworkAclId"]
+
+
+def reconciler_status(env: LocalEnvironment) -> dict[str, Any]:
+    return dict(json.loads(status_path(env.config, NAME).read_text()))
+
+
+def test_the_region_is_a_vpc_with_a_subnet_per_zone_and_an_instance_per_node(
+        region: LocalRegion, cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    env, access = cloud
+    assert isinstance(env, Cloud) and env.aws() == access
+    assert region.cloud(env) == access  # started once, on first use
+    with pytest.raises(EnvironmentStateError, match="region 'cl' already has its local cloud"):
+        start_cloud(env)
+    assert dict(access.zones) == {"zone-a": "eu-west-1a", "zone-b": "eu-west-1b", "zone-c": "eu-west-1c"}
+    assert stat.S_IMODE(os.stat(state_path(env.config.state_dir, NAME)).st_mode) == 0o600  # it holds keys
+    ec2 = ec2_client(access)
+    subnets = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [access.vpc_id]}])["Subnets"]
+    assert sorted((s["CidrBlock"], s["AvailabilityZone"], {t["Key"]: t["Value"] for t in s["Tags"]}[TAG_ZONE])
+                  for s in subnets) == [(f"{PREFIX}.1.0/24", "eu-west-1a", "zone-a"),
+                                        (f"{PREFIX}.2.0/24", "eu-west-1b", "zone-b"),
+                                        (f"{PREFIX}.3.0/24", "eu-west-1c", "zone-c")]
+    found = ec2.describe_instances(Filters=[{"Name": "vpc-id", "Values": [access.vpc_id]}])["Reservations"]
+    instances = {tags[TAG_NODE]: (i["PrivateIpAddress"], i["Placement"]["AvailabilityZone"], i["ImageId"], tags)
+                 for r in found for i in r["Instances"] for tags in [{t["Key"]: t["Value"] for t in i["Tags"]}]}
+    assert sorted(instances) == [n.name for n in env.nodes]
+    for node in env.nodes:
+        address, az, image, tags = instances[node.name]
+        assert (address, az, image) == (node.address, access.az(node.zone), access.image_id)
+        assert tags["Name"] == node.name and tags["ha-harness/chaos"] == "allowed"
+    # Authentication is enforced: the machine controller may use EC2 and nothing else; strangers nothing.
+    assert access.machine_credentials is not None
+    ec2_client(access, access.machine_credentials).describe_vpcs()
+    with pytest.raises(ClientError, match="AccessDenied"):
+        ec2_client(access, access.machine_credentials, "iam").list_users()
+    with pytest.raises(ClientError, match="InvalidClientTokenId|AuthFailure|not valid"):
+        ec2_client(access, Credentials("AKIAUNKNOWN000000000", "nope")).describe_vpcs()
+
+
+def test_a_deny_all_acl_on_zone_a_cuts_it_off_until_the_original_is_back(
+        cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    env, access = cloud
+    ec2 = ec2_client(access)
+    subnet = env.state["cloud"]["subnets"]["zone-a"]
+    deny_all = ec2.create_network_acl(VpcId=access.vpc_id)["NetworkAcl"]["NetworkAclId"]
+    assoc, original = association(ec2, subnet)
+    swapped = ec2.replace_network_acl_association(AssociationId=assoc, NetworkAclId=deny_all)["NewAssociationId"]
+    try:
+        eventually(env, "etcd-0", "zone-b", False)
+        assert reachable(env, "etcd-0", "zone-a")  # inside the subnet: ACLs do not apply
+        assert reachable(env, "etcd-1", "zone-c")  # the other zones are untouched
+        assert reconciler_status(env)["acls"]["zone-a"]["acl_id"] == deny_all
+    finally:
+        ec2.replace_network_acl_association(AssociationId=swapped, NetworkAclId=original)
+    eventually(env, "etcd-0", "zone-b", True)
+    ec2.delete_network_acl(NetworkAclId=deny_all)
+    assert reconciler_status(env)["acls"]["zone-a"]["acl_id"] == original
+
+
+def test_port_ranges_are_destination_ports(cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    env, access = cloud
+    ec2 = ec2_client(access)
+    subnet = env.state["cloud"]["subnets"]["zone-a"]
+    acl = ec2.create_network_acl(VpcId=access.vpc_id)["NetworkAcl"]["NetworkAclId"]
+    # Into zone-a: nothing to etcd's client port from zone-b; everything else from anywhere. Out: all.
+    ec2.create_network_acl_entry(NetworkAclId=acl, RuleNumber=100, Protocol="6", RuleAction="deny", Egress=False,
+                                 CidrBlock=f"{PREFIX}.2.0/24", PortRange={"From": 2379, "To": 2379})
+    for egress in (False, True):
+        ec2.create_network_acl_entry(NetworkAclId=acl, RuleNumber=200, Protocol="-1", RuleAction="allow",
+                                     Egress=egress, CidrBlock="0.0.0.0/0")
+    assoc, original = association(ec2, subnet)
+    swapped = ec2.replace_network_acl_association(AssociationId=assoc, NetworkAclId=acl)["NewAssociationId"]
+    try:
+        eventually(env, "etcd-0", "zone-b", False)
+        assert reachable(env, "etcd-0", "zone-c")
+        env.wait_members(members=["etcd-0", "etcd-1", "etcd-2"])  # peers (port 2380) still talk across zones
+    finally:
+        ec2.replace_network_acl_association(AssociationId=swapped, NetworkAclId=original)
+    eventually(env, "etcd-0", "zone-b", True)
+    ec2.delete_network_acl(NetworkAclId=acl)
+
+
+@pytest.mark.parametrize("scope", ["all", "availability-zone"])
+def test_the_harness_zone_outage_functions_blackhole_the_zone(
+        cloud: tuple[LocalEnvironment, AwsAccess], scope: str) -> None:
+    env, access = cloud
+    ec2 = ec2_client(access)
+    plan = plan_zone_outage(ec2, access.vpc_id, access.az("zone-a"), scope)  # type: ignore[arg-type]
+    assert [t.subnet_id for t in plan.targets] == [env.state["cloud"]["subnets"]["zone-a"]]
+    data = apply_zone_outage(ec2, plan, f"it-{scope}")
+    try:
+        eventually(env, "etcd-0", "zone-b", False)
+        assert not reachable(env, "etcd-0", "zone-c")
+        assert reachable(env, "etcd-0", "zone-a") and reachable(env, "etcd-1", "zone-c")
+        assert reconciler_status(env)["acls"]["zone-a"]["acl_id"] == data["acls"][plan.targets[0].subnet_id]
+    finally:
+        heal_zone_outage(ec2, data)
+    eventually(env, "etcd-0", "zone-b", True)
+    env.wait_healthy()
+
+
+def test_a_stopped_instance_is_a_dead_node_until_it_runs_again(cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    env, access = cloud
+    ec2 = ec2_client(access)
+    instance = env.state["cloud"]["instances"]["zone-b-1"]  # etcd-1's node
+    ec2.stop_instances(InstanceIds=[instance])
+    try:
+        wait_for(lambda: env.refresh() and env.member_running("etcd-1"), lambda running: not running,
+                 "etcd-1 killed with its node", timeout=5.0)
+        assert netns.netns_pids(env.names.node_ns("zone-b-1")) == []
+        assert not reachable(env, "etcd-1", "zone-b")
+    finally:
+        ec2.start_instances(InstanceIds=[instance])
+    wait_for(lambda: env.refresh() and env.member_running("etcd-1"), bool, "etcd-1 back with its node", timeout=5.0)
+    env.wait_healthy()
+    assert reconciler_status(env)["killed"] == {}
+
+
+def test_a_restarted_reconciler_neither_kills_twice_nor_forgets_to_restore(
+        region: LocalRegion, cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    env, access = cloud
+    ec2 = ec2_client(access)
+    instance = env.state["cloud"]["instances"]["zone-c-1"]  # etcd-2's node
+    ec2.stop_instances(InstanceIds=[instance])
+    wait_for(lambda: reconciler_status(env)["killed"], lambda k: "zone-c-1" in k, "zone-c-1 killed", timeout=5.0)
+    old = ProcessRecord.from_dict(env.refresh()["cloud"]["processes"]["reconciler"])
+    with pytest.raises(EnvironmentStateError, match="already runs"):
+        start_reconciler(env)
+    os.kill(old.pid, signal.SIGKILL)  # a crash: no chance to tidy up
+    wait_for(old.alive, lambda alive: not alive, "the old reconciler gone", timeout=5.0)
+    assert region.cloud(env) == access  # and a dead one is started again, from its memory
+    new = ProcessRecord.from_dict(env.state["cloud"]["processes"]["reconciler"])
+    assert new.pid != old.pid and new.alive()
+    ec2.start_instances(InstanceIds=[instance])
+    wait_for(lambda: env.refresh() and env.member_running("etcd-2"), bool, "etcd-2 back with its node", timeout=5.0)
+    env.wait_healthy()
+    said = [line.split(" ", 2)[2] for line in Path(new.log).read_text().splitlines() if "zone-c-1: " in line]
+    # Killed once (by the old reconciler: its log line may be lost to the SIGKILL), restored once
+    # (by the new one, from the old one's memory), nothing more.
+    killed, restored = (f"zone-c-1: instance {instance} is stopped: node killed",
+                        f"zone-c-1: instance {instance} runs again: node restored")
+    assert said in ([killed, restored], [restored])
+    assert reconciler_status(env)["killed"] == {}
+
+
+def test_the_reconciler_outlives_an_api_that_fails(region: LocalRegion, cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    env, _ = cloud
+    moto = ProcessRecord.from_dict(env.state["cloud"]["processes"]["moto"])
+    os.killpg(moto.pid, signal.SIGKILL)
+    wait_for(lambda: reconciler_status(env)["error"], bool, "the reconciler to see the API fail", timeout=5.0)
+    time.sleep(0.5)
+    reconciler = ProcessRecord.from_dict(env.state["cloud"]["processes"]["reconciler"])
+    assert reconciler.alive() and "could not connect" in reconciler_status(env)["error"].lower()
+    assert all(env.member_running(m.name) for m in env.members)  # no API is not "every instance stopped"
+    assert reachable(env, "etcd-0", "zone-b")
+    with pytest.raises(EnvironmentStateError, match=r"API server \(moto\) of region 'cl' is gone"):
+        region.cloud(env)
+
+
+def test_down_leaves_no_process_file_or_table(region: LocalRegion, cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    env, _ = cloud
+    records = [ProcessRecord.from_dict(r) for r in env.refresh()["cloud"]["processes"].values()]
+    removed = region.down()
+    assert "cloud work directory" in " ".join(removed)
+    assert not any(r.alive() for r in records)
+    assert not workdir(env.config, NAME).exists() and not state_path(env.config.state_dir, NAME).exists()
+    assert not [ns for ns in netns.list_netns() if ns.startswith(f"{NAME}-")]
+    assert region.down() == []
