@@ -3,7 +3,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup deps kube-binaries run test test-fast outage down heal clean
+.PHONY: setup deps kube-binaries run test test-fast outage nightly down heal clean
 
 setup: deps $(STAMP)
 
@@ -30,11 +30,16 @@ run: setup kube-binaries
 
 # The harness's own tests and every Gherkin feature; JUnit for CI pipelines.
 test: setup kube-binaries
-	$(VENV)/bin/python -m pytest --junitxml=reports/junit.xml $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest --junitxml=reports/junit.xml --harness-report $(PYTEST_ARGS)
 
 # Everything but the Kubernetes control plane tests (no Go build needed).
 test-fast: setup
 	$(VENV)/bin/python -m pytest -m "not kube" $(PYTEST_ARGS)
+
+# The whole suite on the configured provider with the report on (reports/<run-id>/, reports/latest,
+# reports/trends.html); non-zero when any scenario fails.
+nightly: setup kube-binaries
+	$(VENV)/bin/harness nightly -- $(PYTEST_ARGS)
 
 outage: setup
 	$(VENV)/bin/python -m pytest -k outage $(PYTEST_ARGS)

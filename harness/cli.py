@@ -22,7 +22,7 @@ from harness.reference import conventions_cli
 from harness.reference.render import DEFAULT_NAMESPACE, FORMS, TOLERANCES
 
 # Commands that need no environment (and no namespaces, so no rootless re-exec).
-OFFLINE = ("render", "conventions")
+OFFLINE = ("render", "conventions", "report", "nightly")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,6 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     measure.add_argument("--json", action="store_true", help="print the figures as JSON")
     undeploy = sub.add_parser("undeploy", help="delete a reference control plane and its volumes")
     undeploy.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"(default: {DEFAULT_NAMESPACE})")
+    report = sub.add_parser("report", help="print where the newest (or the given) run's report is; --open opens it")
+    report.add_argument("run", nargs="?", default=None, help="run id (or a unique prefix, or a run directory); default: newest")
+    report.add_argument("--open", action="store_true", help="open index.html with xdg-open")
+    nightly = sub.add_parser("nightly", help="run the whole suite on the configured provider with the report on; print "
+                                             "where the report is; exit non-zero when any scenario fails")
+    nightly.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments (after --)")
     conventions_cli.add_parser(sub)
     return p
 
@@ -245,7 +251,49 @@ def _fault(env: Environment, args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(config: Config, args: argparse.Namespace) -> int:
+    import shutil
+    import subprocess
+
+    from harness.report.runs import find_run
+
+    index = find_run(config.reports_dir, args.run) / "index.html"
+    if not index.exists():
+        raise ConfigError(f"{index.parent} has no index.html (the run's report was not finished)")
+    print(index)
+    if args.open:
+        opener = shutil.which("xdg-open")
+        if opener is None:
+            print("harness: xdg-open is not installed; open the path above in a browser", file=sys.stderr)
+            return 1
+        subprocess.Popen([opener, str(index)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return 0
+
+
+def _nightly(config: Config, args: argparse.Namespace) -> int:
+    import subprocess
+
+    from harness.report.runs import find_run
+
+    extra = [a for a in args.pytest_args if a != "--"]
+    cmd = [sys.executable, "-m", "pytest", "--harness-report", "--provider", config.provider.name,
+           *(["--harness-config", str(args.config)] if args.config else []), *extra]
+    print(f"harness nightly: {' '.join(cmd)}", flush=True)
+    code = subprocess.call(cmd)
+    try:
+        index = find_run(config.reports_dir) / "index.html"
+        print(f"harness nightly: report {index} (pytest exit status {code})")
+    except ConfigError as e:
+        print(f"harness nightly: no report: {e}", file=sys.stderr)
+        return code or 1
+    return code
+
+
 def _dispatch(args: argparse.Namespace, config: Config) -> int:
+    if args.command == "report":
+        return _report(config, args)
+    if args.command == "nightly":
+        return _nightly(config, args)
     if args.command == "conventions":
         return conventions_cli.run(args)
     if args.command == "render":

@@ -34,6 +34,7 @@ from harness.timeline import Timeline
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
+    from harness.report.results import RunRecorder
     from harness.reference.render import ReferenceSpec
     from harness.steps.scenario import Shoot
 
@@ -52,6 +53,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="environment to run against: local (default), cluster (an existing kubeconfig context) or kind")
     group.addoption("--kubeconfig", default=None, help="cluster/kind: kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     group.addoption("--kube-context", default=None, help="cluster: context in the kubeconfig (default: its current one)")
+    group.addoption("--harness-report", action="store_true", default=False,
+                    help="write the run's report to reports/<run-id>/ (JUnit, cucumber JSON, summary.json, index.html), "
+                         "reports/latest pointing at it, and the trends; also on failure and interruption")
 
 
 def pytest_cmdline_main(config: pytest.Config) -> None:
@@ -77,13 +81,83 @@ MARKERS = {
 }
 
 
+_RECORDER = pytest.StashKey["RunRecorder"]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before junitxml and pytest-bdd's cucumberjson read their paths
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("harness_report", False) and not hasattr(config, "workerinput"):
+        from harness.report.results import RunRecorder
+        from harness.report.runs import new_run_id
+
+        path = config.getoption("harness_config")
+        loaded = load_config(Path(path) if path else None,
+                             {"provider.name": config.getoption("provider")} if config.getoption("provider") else {})
+        recorder = RunRecorder(loaded.reports_dir, new_run_id())
+        recorder.environment["provider"] = loaded.provider.name
+        recorder.run_dir.mkdir(parents=True, exist_ok=True)
+        config.stash[_RECORDER] = recorder
+        if not config.option.xmlpath:
+            config.option.xmlpath = str(recorder.run_dir / "junit.xml")
+        if not getattr(config.option, "cucumber_json_path", None):
+            config.option.cucumber_json_path = str(recorder.run_dir / "cucumber.json")
     # Gherkin tags become markers; registered here so --strict-markers accepts them anywhere.
     for name, help_ in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {help_}")
     # SIGTERM (CI cancel) tears down like Ctrl-C does, so faults heal and the region goes down.
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    recorder = _recorder_of(report)
+    if recorder is not None:
+        from pytest_bdd.reporting import test_report_context_registry
+
+        context = test_report_context_registry.get(report)
+        recorder.add_report(report, context.scenario if context else None)
+
+
+_CONFIG: list[pytest.Config] = []  # the session's config, for hooks that only get a report
+
+
+def _recorder_of(report: Any) -> "RunRecorder | None":
+    return _CONFIG[-1].stash.get(_RECORDER, None) if _CONFIG else None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CONFIG.append(session.config)
+
+
+@pytest.hookimpl(trylast=True)  # after the fixtures' teardown wrote the timelines and junitxml its file
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if session.config in _CONFIG:
+        _CONFIG.remove(session.config)
+    recorder = session.config.stash.get(_RECORDER, None)
+    if recorder is None:
+        return
+    from harness.report.write import write_report
+
+    from pytest_bdd.reporting import scenario_reports_registry
+
+    for item in session.items:  # a scenario cut short: its steps so far, from pytest-bdd's own record
+        rec = recorder.results.get(item.nodeid)
+        if rec is not None and rec["result"] == "interrupted" and item in scenario_reports_registry:
+            recorder.add_scenario(item.nodeid, scenario_reports_registry[item].serialize())
+    seen = set(recorder.results)
+    not_run = [item.nodeid for item in session.items if item.nodeid not in seen]
+    user_xml = session.config.option.xmlpath
+    if user_xml and Path(user_xml).resolve() != (recorder.run_dir / "junit.xml").resolve() and Path(user_xml).exists():
+        shutil.copyfile(user_xml, recorder.run_dir / "junit.xml")
+    status = int(exitstatus)
+    try:
+        index = write_report(recorder.reports_dir, recorder.run_dir, recorder.run_id, recorder.records(),
+                             recorder.environment, recorder.session(status, status == pytest.ExitCode.INTERRUPTED, not_run),
+                             progress=lambda text: _say(session.config, f"[report] {text}"))
+    except Exception as e:  # the report must never hide the test results
+        _say(session.config, f"[harness] could not write the report in {recorder.run_dir}: {type(e).__name__}: {e}")
+        return
+    _say(session.config, f"[harness] report: {index}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -141,9 +215,14 @@ def session_env(
 ) -> Iterator[Environment]:
     """The session's environment: the local region (up once, always down), or the cluster."""
     record_testsuite_property("provider", harness_provider.name)
+    recorder = pytestconfig.stash.get(_RECORDER, None)
+    environment = recorder.environment if recorder is not None else {}
+    environment["provider"] = harness_provider.name
     if not isinstance(harness_provider, LocalRegion):
         try:
-            yield harness_provider.up()
+            up = harness_provider.up()
+            environment["zones"] = list(up.zones)
+            yield up
         finally:
             harness_provider.down()  # heals, removes what it deployed; a cluster it did not create stays
         return
@@ -151,6 +230,10 @@ def session_env(
     # CI reads which etcd the verdicts are about from the JUnit file.
     record_testsuite_property("etcd_version", env.state["etcd"]["version"])
     record_testsuite_property("etcd_binary", env.state["etcd"]["path"])
+    from harness.kube.binaries import KUBERNETES_VERSION
+
+    environment.update(etcd_version=env.state["etcd"]["version"], zones=list(env.zones),
+                       kubernetes_version=f"{KUBERNETES_VERSION} (local seed, when started)")
     try:
         yield env
     finally:
@@ -239,8 +322,8 @@ def machine_probes(cloud: "AwsAccess", timeline: Timeline) -> Iterator[list[Any]
 class Shoots:
     """Reference control planes deployed by one scenario; removed at its teardown."""
 
-    def __init__(self, config: Config) -> None:
-        self.config = config
+    def __init__(self, config: Config, timeline: Timeline | None = None) -> None:
+        self.config, self.timeline = config, timeline
         self.deployed: list[tuple[Seed, str]] = []
 
     def deploy(self, seed: Seed, spec: "ReferenceSpec") -> "Shoot":
@@ -248,7 +331,11 @@ class Shoots:
         from harness.steps.scenario import Shoot
 
         self.deployed.append((seed, spec.namespace))
-        return Shoot(seed, spec, deploy(seed, spec, self.config.timeouts.deploy))
+        placed = deploy(seed, spec, self.config.timeouts.deploy)
+        if self.timeline is not None:  # the placement table, for the report
+            self.timeline.mark("placement", spec.namespace, pods=[
+                {"pod": p.name, "component": p.component, "zone": p.zone, "node": p.node, "phase": p.phase} for p in placed])
+        return Shoot(seed, spec, placed)
 
     def remove_all(self) -> None:
         from harness.reference.deploy import undeploy
@@ -259,8 +346,8 @@ class Shoots:
 
 
 @pytest.fixture
-def shoots(harness_config: Config) -> Iterator[Shoots]:
-    s = Shoots(harness_config)
+def shoots(harness_config: Config, timeline: Timeline) -> Iterator[Shoots]:
+    s = Shoots(harness_config, timeline)
     try:
         yield s
     finally:
@@ -343,8 +430,18 @@ def _write_run(request: pytest.FixtureRequest, config: Config, tl: Timeline) -> 
         probes.stop_all()
         histories = [h.to_dict() for h in probes.histories]
     out = config.reports_dir / "runs" / f"{name}.json"
+    # Figures the Then-steps marked become JUnit properties (the teardown report carries them).
+    from harness.report.figures import from_events, junit_properties
+
+    request.node.user_properties.extend(junit_properties(from_events(tl.to_dict()["events"])))
     try:
         tl.write(out, {"nodeid": request.node.nodeid, "histories": histories})
     except OSError as e:  # a report that cannot be written must not hide the test result
         print(f"[harness] could not write {out}: {e}", file=sys.stderr)
+        return
+    recorder = request.config.stash.get(_RECORDER, None)
+    if recorder is not None:
+        region = getattr(getattr((getattr(request.node, "funcargs", None) or {}).get("env"), "spec", None), "name", None)
+        logs = [config.reports_dir / "logs" / region] if region and (config.reports_dir / "logs" / region).is_dir() else []
+        recorder.add_timeline(request.node.nodeid, out, config.reports_dir / "runs" / name / "porcupine.html", logs)
 

@@ -14,6 +14,8 @@ need ip iproute2
 need unshare util-linux
 need nsenter util-linux
 need haproxy haproxy
+# The report's browser check (tests/report/test_browser.py renders index.html in headless Chromium).
+need chromium chromium
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -26,10 +26,11 @@ def _await(figure: Callable[[], T | None], limit: float, what: str) -> T | None:
 
 
 @then(parsers.parse("a new leader is elected in a surviving zone within {limit:g} s"))
-def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
+def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
     h = probe.history
     found = _await(lambda: av.new_leader_after(h.samples, outage.start, outage.leader_id_before, h.member_ids), limit,
                    "a new leader")
+    timeline.mark("figure", "time to a new leader", value=found[0] if found else None, unit="s")
     judge.at_most(found[0] if found else None, limit, "time to a new leader", seen=found)
     judge.holds(etcd.member(found[1]).zone not in outage.zones, f"new leader {found[1]} is in a surviving zone",
                 seen=etcd.member(found[1]).zone)
@@ -38,12 +39,14 @@ def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, limit: float)
 @then(parsers.parse("writes resume within {limit:g} s of the outage"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
     gap = av.longest_write_gap(probe.history.samples, outage.start, timeline.now())
+    timeline.mark("figure", "write-unavailability window", value=gap.length if gap else None, unit="s")
     judge.at_most(gap.length if gap else None, limit, "write-unavailability window", seen=gap)
 
 
 @then(parsers.parse("the longest write gap during the outage is under {limit:g} s"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
     gap = av.longest_write_gap(probe.history.samples, outage.start, outage.healed_at or timeline.now())
+    timeline.mark("figure", "longest write gap during the outage", value=gap.length if gap else None, unit="s")
     judge.at_most(gap.length if gap else None, limit, "longest write gap", seen=gap)
 
 
@@ -80,30 +83,33 @@ def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Tim
 
 
 @then(parsers.parse("writes resume within {limit:g} s of its return"))
-def _(probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
     assert outage.healed_at is not None, "no zone came back in this scenario"
     after = _await(lambda: av.first_ack_after(probe.history.samples, outage.healed_at), limit, "an acknowledged write")
+    timeline.mark("figure", "time from the return to the first acknowledged write", value=after, unit="s")
     judge.at_most(after, limit, "time from the zone's return to the first acknowledged write")
 
 
-def _catch_up(probe: AvailabilityProbe, outage: Outage, names: list[str], limit: float) -> None:
+def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, names: list[str], limit: float) -> None:
     __tracebackhide__ = True
     assert outage.healed_at is not None, "nothing came back in this scenario"
     h, healed = probe.history, outage.healed_at
     target = av.highest_revision(h.samples, healed)
     for name in names:
         took = _await(lambda: av.catch_up_time(h.samples, name, healed, target), limit, f"{name} to catch up")
+        timeline.mark("figure", f"catch-up time of {name}", value=took, unit="s")
         judge.at_most(took, limit, f"catch-up of {name} to revision {target} (the highest seen when it returned)")
 
 
 @then(parsers.parse("its member catches up within {limit:g} s"))
-def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, limit: float) -> None:
-    _catch_up(probe, outage, [m.name for z in outage.returned for m in etcd.members_in(z)], limit)
+def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    _catch_up(probe, outage, timeline, [m.name for z in outage.returned for m in etcd.members_in(z)], limit)
 
 
 @then(parsers.parse('member "{member}" catches up within {limit:g} s'))
-def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, member: str, limit: float) -> None:
-    _catch_up(probe, outage, [etcd.member(member).name], limit)
+def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, member: str,
+      limit: float) -> None:
+    _catch_up(probe, outage, timeline, [etcd.member(member).name], limit)
 
 
 @then("all members end with equal HashKV")
@@ -114,11 +120,16 @@ def _(etcd: EtcdMembers, probes) -> None:
 
 
 @then("no acknowledged write is lost")
-def _(etcd: EtcdMembers, probes, probe: AvailabilityProbe) -> None:
+def _(etcd: EtcdMembers, probes, probe: AvailabilityProbe, timeline: Timeline) -> None:
     probes.stop_all()
     h = probe.history
     judge.holds(len(h.acked()) > 0, "the probe had acknowledged writes to check", seen=len(h.acked()))
     views = converged_keys(etcd, h.prefix, etcd.config.timeouts.recovery)
+    lost = {m: lost_writes(h.acked(), seqs_from_keys(keys, h.prefix)) for m, keys in views.items() if isinstance(keys, list)}
+    timeline.mark("figure", "acknowledged probe writes", value=len(h.acked()), unit="writes")
+    timeline.mark("figure", "lost writes", value=max((len(v) for v in lost.values()), default=0), unit="writes")
+    if any(lost.values()):
+        timeline.mark("anomaly", "lost writes", missing={m: v[:20] for m, v in lost.items() if v})
     for member, keys in views.items():
         judge.holds(isinstance(keys, list), f"{member} answered the read-back", seen=keys)
-        judge.none_of(lost_writes(h.acked(), seqs_from_keys(keys, h.prefix)), f"acknowledged writes missing on {member}")
+        judge.none_of(lost[member], f"acknowledged writes missing on {member}")

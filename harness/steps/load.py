@@ -47,6 +47,9 @@ def _(env: Any, etcd: EtcdMembers, timeline: Timeline, seconds: float) -> dict[s
         time.sleep(seconds)
         figures = tv.rates(first, probe.sample())
         event.data.update(figures)
+    for pair, kib in figures["pairs"].items():
+        timeline.mark("figure", f"cross-zone {pair}", value=kib["wire_kib_s"], unit="KiB/s")
+    timeline.mark("figure", "cross-zone total", value=figures["total_kib_s"]["wire"], unit="KiB/s")
     return figures
 
 
@@ -95,40 +98,52 @@ def _(loads: Any, etcd: EtcdMembers, target_zone: str, rate: float) -> Any:
     return loads.start(spec, etcd.names.client_ns(zone))
 
 
+def _load_figures(timeline: Timeline, stats: list[dict[str, Any]]) -> None:
+    for i, run in enumerate(stats):
+        if timeline.find("figure", f"load ops/s{f' ({i})' if i else ''}"):
+            continue  # an earlier Then-step of the scenario marked it
+        timeline.mark("figure", f"load ops/s{f' ({i})' if i else ''}", value=run.get("ops_per_s"), unit="ops/s")
+
+
 @then("the history is linearizable")
-def _(loads: Any) -> None:
+def _(loads: Any, timeline: Timeline) -> None:
     from harness.load.history import operations
     from harness.validate.linearizability import check
 
-    loads.stop_all()
+    _load_figures(timeline, loads.stop_all())
     ops = [op for run in loads.runs for op in operations(run.workdir / "history")]
     judge.holds(len(ops) > 0, "the load recorded operations to check", seen=len(ops))
     verdict = check(ops, loads.directory / "porcupine.html")
+    if not verdict.ok:
+        timeline.mark("anomaly", "not linearizable", verdict=str(verdict)[:2000])
     judge.holds(verdict.ok, f"the history of {len(ops)} operations is linearizable\n{verdict}")
 
 
 @then("every watcher saw every event in order")
-def _(loads: Any) -> None:
+def _(loads: Any, timeline: Timeline) -> None:
     from harness.load.history import operations, watchers
     from harness.validate.oplog import acknowledged_writes
     from harness.validate.watch import check_watchers
 
-    loads.stop_all()
+    _load_figures(timeline, loads.stop_all())
     runs = [run.workdir / "history" for run in loads.runs]
     records = [w for d in runs for w in watchers(d)]
     judge.holds(bool(records) and all(r.events for r in records), "watchers recorded events", seen=len(records))
     history = acknowledged_writes([op for d in runs for op in operations(d)])
-    judge.none_of(check_watchers(records, history), "watch anomalies (out of order, duplicated, missed, resumed wrong)")
+    anomalies = check_watchers(records, history)
+    for anomaly in anomalies[:50]:
+        timeline.mark("anomaly", "watch", detail=str(anomaly)[:400])
+    judge.none_of(anomalies, "watch anomalies (out of order, duplicated, missed, resumed wrong)")
 
 
 @then("no acknowledged write of the load is lost")
-def _(loads: Any, etcd: EtcdMembers) -> None:
+def _(loads: Any, etcd: EtcdMembers, timeline: Timeline) -> None:
     from harness.load.history import operations, tag, watchers
     from harness.probes.converge import converged
     from harness.validate.oplog import acknowledged_writes, uncertain_deletes
     from harness.validate.watch import lost_writes
 
-    loads.stop_all()
+    _load_figures(timeline, loads.stop_all())
     converged(etcd, etcd.config.timeouts.recovery)
     runs = [run.workdir / "history" for run in loads.runs]
     ops = [op for d in runs for op in operations(d)]
@@ -139,4 +154,5 @@ def _(loads: Any, etcd: EtcdMembers) -> None:
         client.close()
     found = lost_writes(acknowledged_writes(ops), final, watchers=[w for d in runs for w in watchers(d)],
                         uncertain_deletes=uncertain_deletes(ops))
+    timeline.mark("figure", "lost writes of the load", value=len(found), unit="writes")
     judge.none_of(found, "acknowledged writes of the load missing at the end")

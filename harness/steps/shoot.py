@@ -118,12 +118,15 @@ def _(shoot: Shoot, name: str) -> None:
 @then(parsers.parse("the shoot API is writable again within {limit:g} s of the outage"))
 def _(shoot_probe: ShootApiProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
     gap = av.longest_write_gap(shoot_probe.history.samples, outage.start, timeline.now())
+    timeline.mark("figure", "shoot API write gap", value=gap.length if gap else None, unit="s")
     judge.at_most(gap.length if gap else None, limit, "the shoot API's longest write gap since the outage", seen=gap)
 
 
 @then("no acknowledged shoot API write is lost")
-def _(shoot_probe: ShootApiProbe, probes: Any) -> None:
+def _(shoot_probe: ShootApiProbe, probes: Any, timeline: Timeline) -> None:
     probes.stop_all()
     acked = shoot_probe.history.acked()
     judge.holds(len(acked) > 0, "the shoot API probe had acknowledged writes to check", seen=len(acked))
-    judge.none_of(lost_writes(acked, shoot_probe.present()), "acknowledged shoot API writes missing")
+    lost = lost_writes(acked, shoot_probe.present())
+    timeline.mark("figure", "lost shoot API writes", value=len(lost), unit="writes")
+    judge.none_of(lost, "acknowledged shoot API writes missing")

@@ -1,0 +1,70 @@
+"""Result records: what the plugin keeps of each scenario's pytest reports (plain dicts, so
+the report is built from data, not from pytest objects)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+MESSAGE_CHARS = 6000
+
+
+def _message(report: Any) -> str | None:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])
+    text = getattr(report, "longreprtext", "") or ""
+    return text[-MESSAGE_CHARS:] or None
+
+
+class RunRecorder:
+    """One session's results by nodeid, plus where each scenario's timeline went."""
+
+    def __init__(self, reports_dir: Path, run_id: str) -> None:
+        self.reports_dir, self.run_id = reports_dir, run_id
+        self.run_dir = reports_dir / run_id
+        self.started = datetime.now(timezone.utc)
+        self.results: dict[str, dict[str, Any]] = {}
+        self.environment: dict[str, Any] = {}
+
+    def _record(self, nodeid: str) -> dict[str, Any]:
+        return self.results.setdefault(nodeid, {"nodeid": nodeid, "result": "interrupted", "duration": 0.0, "steps": []})
+
+    def add_report(self, report: Any, scenario: dict[str, Any] | None) -> None:
+        """Fold one phase's report (setup, call, teardown) into its scenario's record."""
+        rec = self._record(report.nodeid)
+        rec["duration"] += report.duration
+        if scenario:
+            self.add_scenario(report.nodeid, scenario)
+        if report.when == "setup":
+            if report.failed:
+                rec.update(result="error", message=_message(report))
+            elif report.skipped:
+                rec.update(result="skipped", message=_message(report))
+        elif report.when == "call":
+            rec.update(result="skipped" if report.skipped else report.outcome, message=_message(report))
+        elif report.failed and rec["result"] == "passed":
+            rec.update(result="error", message=_message(report))
+
+    def add_scenario(self, nodeid: str, scenario: dict[str, Any]) -> None:
+        """pytest-bdd's serialized scenario report: name, feature, tags, the steps run and how they went."""
+        self._record(nodeid).update(
+            name=scenario.get("name"), feature=scenario.get("feature", {}).get("name"), tags=scenario.get("tags", []),
+            steps=[{"keyword": s.get("keyword"), "name": s.get("name"), "failed": s.get("failed"),
+                    "duration": round(s.get("duration") or 0.0, 3)} for s in scenario.get("steps", [])])
+
+    def add_timeline(self, nodeid: str, path: Path, porcupine: Path | None, logs: list[Path]) -> None:
+        rec = self._record(nodeid)
+        rec["timeline"] = str(path.resolve())
+        rec["logs"] = [str(p.resolve()) for p in logs]
+        if porcupine is not None and porcupine.exists():
+            rec["porcupine"] = str(porcupine.resolve())
+
+    def records(self) -> list[dict[str, Any]]:
+        return list(self.results.values())
+
+    def session(self, exitstatus: int, interrupted: bool, not_run: list[str]) -> dict[str, Any]:
+        finished = datetime.now(timezone.utc)
+        return {"started": self.started.isoformat(timespec="seconds"), "finished": finished.isoformat(timespec="seconds"),
+                "duration_s": round((finished - self.started).total_seconds(), 1), "exitstatus": exitstatus,
+                "interrupted": interrupted, "not_run": not_run}

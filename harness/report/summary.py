@@ -1,0 +1,112 @@
+"""summary.json: per scenario what was done, expected and measured, and why it failed; built
+from the plugin's result records and the scenarios' timeline files (pure but for reading them)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness.probes.samples import Sample
+from harness.report import figures as fig
+from harness.validate.availability import longest_write_gap
+
+SCHEMA = 1
+
+
+def load_timeline(path: str | Path | None) -> dict[str, Any]:
+    """A scenario's timeline JSON ({} when it was never written or cannot be read)."""
+    if not path:
+        return {}
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def samples(history: dict[str, Any]) -> list[Sample]:
+    names = history.get("fields", [])
+    return [Sample(**dict(zip(names, row))) for row in history.get("samples", [])]
+
+
+def fault_windows(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for e in events:
+        if e["kind"] != "fault":
+            continue
+        d = e.get("data", {})
+        out.append({"fault": e["name"], "target": d.get("target"), "start": e["start"], "end": e.get("end"),
+                    "injected_at": d.get("injected_at"), "healed_at": d.get("healed_at"),
+                    **({"error": d["error"]} if "error" in d else {})})
+    return out
+
+
+def write_unavailability(timeline: dict[str, Any], windows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The longest stretch without an acknowledged probe write overlapping the fault windows
+    (from the first fault's start to the last heal); None without faults or write probes."""
+    writes = [s for h in timeline.get("histories", []) for s in samples(h) if s.kind == "write"]
+    if not windows or not writes:
+        return None
+    start = min(w["injected_at"] or w["start"] for w in windows)
+    end = max((w["healed_at"] or w["end"] or max(s.end for s in writes)) for w in windows)
+    gap = longest_write_gap(writes, start, end)
+    if gap is None:
+        return {"start": start, "end": None, "length_s": None, "resumed": False}
+    return {"start": round(gap.start, 4), "end": round(gap.end, 4), "length_s": round(gap.length, 4), "resumed": True}
+
+
+def loads(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    keep = ("rate", "requests", "failures", "ops_per_s", "p99_ms", "processes")
+    return [{"profile": e["name"], "start": e["start"], "end": e.get("end"),
+             **{k: e["data"][k] for k in keep if k in e.get("data", {})}} for e in events if e["kind"] == "load"]
+
+
+def traffic(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"start": e["start"], "end": e.get("end"), "seconds": e["data"].get("seconds"),
+             "pairs": e["data"].get("pairs", {}), "total_kib_s": e["data"].get("total_kib_s", {})}
+            for e in events if e["kind"] == "traffic" and "pairs" in e.get("data", {})]
+
+
+def scenario(result: dict[str, Any], timeline: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One scenario's summary from its result record and its timeline."""
+    timeline = load_timeline(result.get("timeline")) if timeline is None else timeline
+    events = timeline.get("events", [])
+    windows = fault_windows(events)
+    return {
+        "nodeid": result["nodeid"],
+        "name": result.get("name") or result["nodeid"].rpartition("::")[2],
+        "feature": result.get("feature"),
+        "tags": result.get("tags", []),
+        "result": result.get("result", "unknown"),
+        "duration_s": round(result.get("duration", 0.0), 3),
+        "message": result.get("message"),
+        "steps": result.get("steps", []),
+        "fault_windows": windows,
+        "write_unavailability": write_unavailability(timeline, windows),
+        "figures": fig.from_events(events),
+        "load": loads(events),
+        "traffic": traffic(events),
+        "anomalies": [{"name": e["name"], **e.get("data", {})} for e in events if e["kind"] == "anomaly"],
+        "placement": [{"name": e["name"], "pods": e["data"].get("pods", [])} for e in events if e["kind"] == "placement"],
+        "timeline": result.get("timeline"),
+        "porcupine": result.get("porcupine"),
+        "logs": result.get("logs", []),
+    }
+
+
+def build(run_id: str, results: list[dict[str, Any]], environment: dict[str, Any], session: dict[str, Any],
+          timelines: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The whole run's summary; `timelines` (nodeid -> timeline) overrides reading the files."""
+    timelines = timelines or {}
+    scenarios = [scenario(r, timelines.get(r["nodeid"])) for r in results]
+    counts = Counter(s["result"] for s in scenarios)
+    return {
+        "schema": SCHEMA,
+        "run_id": run_id,
+        **session,
+        "environment": environment,
+        "counts": dict(sorted(counts.items())),
+        "ok": not session.get("interrupted") and all(s["result"] in ("passed", "skipped") for s in scenarios),
+        "scenarios": scenarios,
+    }

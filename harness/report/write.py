@@ -1,0 +1,48 @@
+"""Write a run's report directory: summary.json, index.html, history, trends, reports/latest."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.report import history, page, plot, summary, trends
+from harness.report.runs import point_latest
+
+HISTORY = "history.sqlite"
+TRENDS = "trends.html"
+
+
+def _stderr(message: str) -> None:
+    print(f"[report] {message}", file=sys.stderr, flush=True)
+
+
+def write_report(reports_dir: Path, run_dir: Path, run_id: str, results: list[dict[str, Any]],
+                 environment: dict[str, Any], session: dict[str, Any],
+                 progress: Callable[[str], None] = _stderr) -> Path:
+    """Everything of one run's report from the result records and their timeline files.
+
+    summary.json is written first, so a plotting failure still leaves it; returns index.html.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    timelines = {r["nodeid"]: summary.load_timeline(r.get("timeline")) for r in results}
+    built = summary.build(run_id, results, environment, session, timelines)
+    (run_dir / "summary.json").write_text(json.dumps(built, indent=1, default=str))
+    started = time.monotonic()
+    todo = len(built["scenarios"])
+
+    def plot_one(i: int, s: dict[str, Any]) -> str | None:
+        if i and i % 10 == 0:
+            progress(f"plotted {i}/{todo} scenarios ({time.monotonic() - started:.1f} s)")
+        timeline = timelines.get(s["nodeid"]) or {}
+        return plot.timeline_png(timeline, s["name"]) if timeline.get("events") else None
+
+    index = run_dir / "index.html"
+    index.write_text(page.render(built, run_dir, plot_one))
+    history.record(reports_dir / HISTORY, built)
+    trends.write(reports_dir / HISTORY, reports_dir / TRENDS)
+    point_latest(reports_dir, run_dir)
+    progress(f"report of {todo} scenario(s) in {time.monotonic() - started:.1f} s: {index}")
+    return index

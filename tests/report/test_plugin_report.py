@@ -1,0 +1,130 @@
+"""The plugin's side of the report, through pytester: figures as JUnit properties, the run
+directory with JUnit, cucumber JSON, summary and page, on failure and on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+STEPS = """
+import time
+from pathlib import Path
+from pytest_bdd import given, parsers, then, when
+
+@given("nothing")
+def _():
+    pass
+
+@when(parsers.parse("we wait {seconds:g} s"))
+def _(seconds):
+    Path("waiting").write_text("yes")
+    time.sleep(seconds)
+
+@then(parsers.parse("the gap of {value:g} s is under {limit:g} s"))
+def _(timeline, value, limit):
+    timeline.mark("figure", "write gap", value=value, unit="s")
+    assert value < limit, f"write gap: expected under {limit:g} s, got {value:g} s"
+"""
+
+FEATURE = """
+Feature: reports
+  @outage
+  Scenario: a small gap
+    Given nothing
+    Then the gap of 0.5 s is under 2 s
+
+  @outage
+  Scenario: a big gap
+    Given nothing
+    Then the gap of 3 s is under 2 s
+"""
+
+LONG = """
+Feature: interrupted
+  Scenario: first
+    Given nothing
+    Then the gap of 0.5 s is under 2 s
+
+  Scenario: a long one
+    Given nothing
+    When we wait 60 s
+
+  Scenario: never reached
+    Given nothing
+"""
+
+
+def _project(pytester: pytest.Pytester, feature: str) -> Path:
+    pytester.makeconftest(STEPS)
+    pytester.makefile(".feature", scenario=feature)
+    pytester.makepyfile(test_features="from pytest_bdd import scenarios\nscenarios('scenario.feature')\n")
+    cfg = pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n')
+    pytester.makeini(f"[pytest]\naddopts = --strict-markers -p no:cacheprovider --harness-config {cfg}\n")
+    return pytester.path / "reports"
+
+
+def test_a_failing_run_writes_its_report(pytester: pytest.Pytester) -> None:
+    reports = _project(pytester, FEATURE)
+    result = pytester.runpytest_subprocess("--harness-report")
+    result.assert_outcomes(passed=1, failed=1)
+    run = (reports / "latest").resolve()
+    result.stdout.fnmatch_lines([f"*report: {run / 'index.html'}*"])
+    assert run.parent == reports.resolve() and run.name[:8].isdigit()
+    cases = {c.get("name"): c for c in ET.parse(run / "junit.xml").getroot().iter("testcase")}
+    props = {n: {p.get("name"): p.get("value") for p in c.iter("property")} for n, c in cases.items()}
+    assert props["test_a_small_gap"] == {"figure:write gap": "0.5 s"} and props["test_a_big_gap"] == {"figure:write gap": "3 s"}
+    cucumber = json.loads((run / "cucumber.json").read_text())
+    assert [e["name"] for e in cucumber[0]["elements"]] == ["a small gap", "a big gap"]
+    built = json.loads((run / "summary.json").read_text())
+    assert built["counts"] == {"failed": 1, "passed": 1} and not built["ok"] and built["exitstatus"] == 1
+    assert built["environment"]["provider"] == "local"
+    big = built["scenarios"][1]
+    assert big["name"] == "a big gap" and big["result"] == "failed" and "expected under 2 s, got 3 s" in big["message"]
+    assert big["figures"][0]["name"] == "write gap" and big["figures"][0]["value"] == 3
+    assert [s["name"] for s in big["steps"]] == ["nothing", "the gap of 3 s is under 2 s"] and big["steps"][1]["failed"]
+    assert Path(big["timeline"]).exists()
+    html = (run / "index.html").read_text()
+    assert html.count('<section class="scenario') == 2 and html.count('class="timeline-plot"') == 2
+    assert (reports / "trends.html").exists() and (reports / "history.sqlite").exists()
+
+
+def test_a_junitxml_given_by_the_user_is_kept_and_copied(pytester: pytest.Pytester) -> None:
+    reports = _project(pytester, FEATURE)
+    pytester.runpytest_subprocess("--harness-report", "--junitxml", "mine.xml", "-k", "small")
+    assert (pytester.path / "mine.xml").exists()
+    assert (reports / "latest" / "junit.xml").read_bytes() == (pytester.path / "mine.xml").read_bytes()
+
+
+def test_no_report_without_the_option(pytester: pytest.Pytester) -> None:
+    reports = _project(pytester, FEATURE)
+    pytester.runpytest_subprocess("-k", "small").assert_outcomes(passed=1)
+    assert not (reports / "latest").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_session_still_writes_its_report(pytester: pytest.Pytester, sig: signal.Signals) -> None:
+    reports = _project(pytester, LONG)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "--harness-report", str(pytester.path)], cwd=pytester.path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not (pytester.path / "waiting").exists():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[0].decode()[-2000:]
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 2, out[-2000:]
+    run = (reports / "latest").resolve()
+    built = json.loads((run / "summary.json").read_text())
+    assert built["interrupted"] and built["exitstatus"] == 2 and not built["ok"], out[-2000:]
+    assert [(s["name"], s["result"]) for s in built["scenarios"]] == [("first", "passed"), ("a long one", "interrupted")]
+    assert [st["name"] for st in built["scenarios"][1]["steps"]][:2] == ["nothing", "we wait 60 s"]
+    assert built["not_run"] == ["test_features.py::test_never_reached"]
+    assert (run / "junit.xml").exists() and (run / "index.html").exists()
+    assert "interrupted</h1>" in (run / "index.html").read_text()

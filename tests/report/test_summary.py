@@ -1,0 +1,119 @@
+"""The report layer over recorded timelines: summary, figures, history, trends, the page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.report import figures, find_run, new_run_id, summary, write_report
+from harness.report.history import results as history_results
+from harness.report.history import connect
+from tests.report.timelines import outage_timeline, results
+
+ENV = {"provider": "local", "etcd_version": "3.4.23", "kubernetes_version": "v1.36.3", "zones": ["zone-a", "zone-b", "zone-c"]}
+
+
+def _session(exitstatus: int = 1, interrupted: bool = False, not_run: list[str] | None = None) -> dict:
+    return {"started": "2025-01-01T00:00:00+00:00", "finished": "2025-01-01T00:01:00+00:00", "duration_s": 60.0,
+            "exitstatus": exitstatus, "interrupted": interrupted, "not_run": not_run or []}
+
+
+def test_a_scenario_summary_has_its_windows_and_figures() -> None:
+    tl = outage_timeline("x::y", gap=(2.0, 3.4))
+    s = summary.scenario({"nodeid": "x::y", "result": "passed", "duration": 1.0}, tl)
+    assert s["name"] == "y" and s["result"] == "passed"
+    assert s["fault_windows"] == [{"fault": "zone-outage", "target": "zone-a", "start": 1.99, "end": 4.05,
+                                   "injected_at": 2.0, "healed_at": 4.0}]
+    wu = s["write_unavailability"]
+    assert wu["resumed"] and 1.35 <= wu["length_s"] <= 1.5 and 1.9 <= wu["start"] <= 2.0
+    assert [f["name"] for f in s["figures"]] == ["time to a new leader", "write-unavailability window"]
+
+
+def test_writes_that_never_resume_are_said_so() -> None:
+    tl = outage_timeline("x::y", gap=(2.0, 99.0))
+    wu = summary.scenario({"nodeid": "x::y"}, tl)["write_unavailability"]
+    assert wu == {"start": 2.0, "end": None, "length_s": None, "resumed": False}
+
+
+def test_figures_become_junit_properties() -> None:
+    got = figures.junit_properties(figures.from_events(outage_timeline("x::y")["events"]))
+    assert got == [("figure:time to a new leader", "1.2 s"), ("figure:write-unavailability window", "1.4 s")]
+    assert figures.junit_properties([{"name": "lost", "value": None, "unit": ""}]) == [("figure:lost", "none")]
+
+
+def test_a_failed_run_writes_every_file_and_points_latest_at_it(tmp_path: Path) -> None:
+    recs = results(tmp_path, scenarios=3)
+    run_id = new_run_id()
+    index = write_report(tmp_path, tmp_path / run_id, run_id, recs, ENV, _session(), progress=lambda _: None)
+    assert index == tmp_path / run_id / "index.html" and (tmp_path / "latest").resolve() == (tmp_path / run_id).resolve()
+    built = json.loads((tmp_path / run_id / "summary.json").read_text())
+    assert built["ok"] is False and built["counts"] == {"failed": 1, "passed": 2}
+    assert built["environment"] == ENV
+    failed = built["scenarios"][1]
+    assert failed["result"] == "failed" and "ToleranceViolation" in failed["message"]
+    assert failed["steps"][1] == {"keyword": "Then", "name": "writes resume within 1 s of the outage", "failed": True,
+                                  "duration": 0.1}
+    traffic = built["scenarios"][2]
+    assert traffic["load"][0]["ops_per_s"] == 99.5 and traffic["traffic"][0]["total_kib_s"]["wire"] == 400.0
+    html = index.read_text()
+    assert html.count('<section class="scenario') == 3 and html.count('class="timeline-plot"') == 3
+    assert "writes resume within 1 s of the outage" in html and "Why it failed" in html
+    assert find_run(tmp_path) == (tmp_path / run_id).resolve() and find_run(tmp_path, run_id[:10]) == tmp_path / run_id
+
+
+def test_an_interrupted_run_is_reported_with_what_did_not_run(tmp_path: Path) -> None:
+    recs = results(tmp_path, scenarios=2)
+    recs[1]["result"] = "interrupted"  # the plugin's record of a scenario that started and never reported its call
+    recs[1].pop("message", None)
+    index = write_report(tmp_path, tmp_path / "r1", "r1", recs, ENV,
+                         _session(2, True, ["features/test_features.py::test_later"]), progress=lambda _: None)
+    built = json.loads((tmp_path / "r1" / "summary.json").read_text())
+    assert built["interrupted"] and not built["ok"] and built["not_run"] == ["features/test_features.py::test_later"]
+    assert built["scenarios"][1]["result"] == "interrupted"
+    html = index.read_text()
+    assert ": interrupted</h1>" in html and "Not run (1)" in html
+
+
+def test_a_missing_timeline_still_gives_a_summary(tmp_path: Path) -> None:
+    rec = {"nodeid": "a::b", "result": "error", "message": "setup failed", "timeline": str(tmp_path / "gone.json")}
+    index = write_report(tmp_path, tmp_path / "r", "r", [rec], {}, _session(), progress=lambda _: None)
+    assert 'data-result="error"' in index.read_text() and "<img" not in index.read_text()
+
+
+def test_history_and_trends_accumulate_over_runs(tmp_path: Path) -> None:
+    for n, run in enumerate(["20250101T000000Z-aaaaaa", "20250102T000000Z-bbbbbb"]):
+        recs = results(tmp_path, scenarios=3)
+        if n == 1:
+            recs[1]["result"] = "passed"
+        session = _session() | {"started": f"2025-01-0{n + 1}T00:00:00+00:00"}
+        write_report(tmp_path, tmp_path / run, run, recs, ENV, session, progress=lambda _: None)
+    db = connect(tmp_path / "history.sqlite")
+    try:
+        rows = history_results(db)
+        assert [(r[0][:8], r[3]) for r in rows if r[2] == "scenario 1"] == [("20250101", "failed"), ("20250102", "passed")]
+        names = {r[0] for r in db.execute("SELECT DISTINCT name FROM figures")}
+        assert {"time to a new leader", "write-unavailability window", "cross-zone zone-a->zone-b"} <= names
+        assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+    finally:
+        db.close()
+    trends = (tmp_path / "trends.html").read_text()
+    assert trends.count('class="trend-plot"') == 3 and "over 2 run(s)" in trends
+    assert "<td>scenario 1</td><td>50 %</td>" in trends
+
+
+def test_find_run_says_what_exists(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no report in"):
+        find_run(tmp_path)
+    with pytest.raises(ConfigError, match="no run matching 'zz'"):
+        find_run(tmp_path, "zz")
+
+
+def test_run_ids_sort_by_time() -> None:
+    from datetime import datetime, timezone
+
+    a = new_run_id(datetime(2025, 1, 1, tzinfo=timezone.utc))
+    b = new_run_id(datetime(2025, 1, 2, tzinfo=timezone.utc))
+    assert a < b and a.startswith("20250101T000000Z-") and len(a) == len("20250101T000000Z-") + 6
