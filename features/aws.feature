@@ -60,7 +60,7 @@ Feature: GEP-20's zone outage on AWS, through the AWS API
     And etcd-events keeps quorum with 2 members
     And the shoot API is writable again within 5 s of the outage
     And machines can be neither created nor deleted in zone "zone-a"
-    And within 30 s all 3 kube-apiserver replicas are Running outside zone "zone-a"
+    And within 60 s all 3 kube-apiserver replicas are Running outside zone "zone-a"
     And within 60 s the pods of the shoot control plane are
       | component   | zone   | phase   |
       | etcd-main   | zone-b | Running |
