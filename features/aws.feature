@@ -46,3 +46,33 @@ Feature: GEP-20's zone outage on AWS, through the AWS API
     Then member "etcd-2" catches up within 10 s
     And no acknowledged write is lost
     And all members end with equal HashKV
+
+  @gep20
+  Scenario: GEP-20's table, with the zone taken out through the AWS API
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "zone-b"
+    And a machine probe creates and deletes a machine in zone "zone-a" every 1 s
+    When zone-a's subnets get a deny-all network ACL and the machine credentials are revoked
+    Then within 20 s the nodes of zone "zone-a" are NotReady and tainted unreachable
+    And etcd-main keeps quorum with 2 members
+    And etcd-events keeps quorum with 2 members
+    And the shoot API is writable again within 5 s of the outage
+    And machines can be neither created nor deleted in zone "zone-a"
+    And within 60 s all 3 kube-apiserver replicas are Running outside zone "zone-a"
+    And within 60 s the pods of the shoot control plane are
+      | component   | zone   | phase   |
+      | etcd-main   | zone-b | Running |
+      | etcd-main   | zone-c | Running |
+      | etcd-main   | -      | Pending |
+      | etcd-events | zone-b | Running |
+      | etcd-events | zone-c | Running |
+      | etcd-events | -      | Pending |
+    When the network ACLs and the machine credentials are restored
+    Then within 60 s every pod of the shoot control plane is Running
+    And machines can be created and deleted in zone "zone-a" again within 10 s
+    And etcd-main members end with equal HashKV
+    And etcd-events members end with equal HashKV
+    And no acknowledged write is lost
+    And no acknowledged shoot API write is lost

@@ -234,7 +234,8 @@ class Agent:
         ]
 
     def _zone_of(self, namespace: str, pod_name: str) -> str | None:
-        """A member's zone: its node's, or the control plane's only zone (single-zone shoots)."""
+        """A member's zone: its node's; for a member without a node, its volume's (the volume pins
+        the zone it will run in); or the control plane's only zone (single-zone shoots)."""
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -245,9 +246,39 @@ class Agent:
         except ApiException as e:
             if e.status != 404:
                 raise
+        zone = self._volume_zone(namespace, pod_name)
+        if zone is not None:
+            return zone
         zones = (self.core.read_namespace(namespace, _request_timeout=REQUEST_TIMEOUT).metadata.annotations or {}).get(
             "high-availability-config.resources.gardener.cloud/zones", "")
         return zones if zones and "," not in zones else None
+
+    def _volume_zone(self, namespace: str, pod_name: str) -> str | None:
+        """The zone in the node affinity of the volume bound to a member's claim (`<template>-<pod>`)."""
+        claims = self.core.list_namespaced_persistent_volume_claim(namespace, _request_timeout=REQUEST_TIMEOUT).items
+        for pvc in claims:
+            if not pvc.metadata.name.endswith(f"-{pod_name}") or not pvc.spec.volume_name:
+                continue
+            pv = self.core.read_persistent_volume(pvc.spec.volume_name, _request_timeout=REQUEST_TIMEOUT)
+            terms = pv.spec.node_affinity.required.node_selector_terms if pv.spec.node_affinity else []
+            for term in terms:
+                for e in term.match_expressions or []:
+                    if e.key == ZONE_LABEL and e.operator == "In" and len(e.values or []) == 1:
+                        return e.values[0]
+        return None
+
+    def _unschedulable(self, namespace: str, pod_name: str) -> bool:
+        """Has the scheduler given up on the pod for now (PodScheduled False, Unschedulable)?"""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            pod = self.core.read_namespaced_pod(pod_name, namespace, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+        return any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+                   for c in pod.status.conditions or [])
 
     def _volume(self, pod: Any) -> Path:
         claims = [v.persistent_volume_claim.claim_name for v in pod.spec.volumes or [] if v.persistent_volume_claim]
@@ -273,7 +304,10 @@ class Agent:
         for key, value in (secret.data or {}).items():
             (pki / key).write_bytes(base64.b64decode(value))
             (pki / key).chmod(0o600)
-        main, events = self._etcd_urls(ns, "etcd-main"), self._etcd_urls(ns, "etcd-events")
+        # Every member's client URL, as etcd-main's client Service would reach them all: an
+        # apiserver started with the members known so far keeps that list for its lifetime, and
+        # loses etcd when those few are cut off while the others are fine.
+        main, events = self._client_urls(ns, "etcd-main"), self._client_urls(ns, "etcd-events")
         if not main:
             raise NotYet("no etcd-main member is scheduled yet")
         overrides = [f"--etcd-servers-overrides=/events#{';'.join(events)}"] if events else []
@@ -287,15 +321,28 @@ class Agent:
             "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC", "--profiling=false",
         ]
 
-    def _etcd_urls(self, namespace: str, sts: str) -> list[str]:
-        pods = self.core.list_namespaced_pod(namespace, label_selector=f"instance={sts}",
-                                             _request_timeout=REQUEST_TIMEOUT).items
+    def _client_urls(self, namespace: str, sts: str) -> list[str]:
+        """Client URLs of every member of a StatefulSet; a member whose zone is not known yet is
+        waited for, unless the scheduler has given up on it (a member that cannot be placed at all
+        must not keep the apiservers down)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            spec = self.apps.read_namespaced_stateful_set(sts, namespace, _request_timeout=REQUEST_TIMEOUT).spec
+        except ApiException as e:
+            if e.status == 404:
+                return []
+            raise
+        base = (spec.template.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
+        if base is None:
+            return []
         urls = []
-        for p in sorted(pods, key=lambda p: p.metadata.name):
-            base = (p.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
-            zone = self._zone_of(namespace, p.metadata.name) if base is not None else None
+        for k in range(spec.replicas or 0):
+            zone = self._zone_of(namespace, f"{sts}-{k}")
             if zone is not None:
-                urls.append(f"http://{self.subnets[zone]}.{int(base) + int(p.metadata.name.rsplit('-', 1)[1])}:2379")
+                urls.append(f"http://{self.subnets[zone]}.{int(base) + k}:2379")
+            elif not self._unschedulable(namespace, f"{sts}-{k}"):
+                raise NotYet(f"member {sts}-{k} is not scheduled yet, so its address is not known")
         return urls
 
     # -- health, restarts, status ---------------------------------------------------------------

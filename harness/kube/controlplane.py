@@ -571,7 +571,7 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
         cp._wait(name, f"{name} /healthz", _http_check(probe, "/healthz"), t.components_ready_timeout_s)
 
     cp._create_nodes()
-    stages = leave_agent_pods_alone(kwok_stages(bins.kwok))
+    stages = leave_agent_pods_alone(kwok_stages(bins.kwok) + POD_READY_AGAIN)
     for index, node in enumerate(cp.nodes):
         home = wd / "kwok" / node.name
         home.mkdir(parents=True, exist_ok=True)
@@ -605,6 +605,43 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
 
     cp._wait("kube-apiserver", f"{len(names)} nodes in {len(cp.zones)} zones Ready", nodes_check, t.nodes_ready_timeout_s)
     cp._save_state()
+
+
+# When a node goes NotReady, the node lifecycle controller marks its pods not ready; a kubelet
+# that comes back reports them ready again, kwok's own stages only make Pending pods ready. Without
+# this, a pod on a node that blinked (killed and restored) stays Running-but-not-ready for good.
+POD_READY_AGAIN = """---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready-again
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'In'
+      values:
+      - 'False'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: ContainersReady
+"""
 
 
 def leave_agent_pods_alone(stages: str) -> str:

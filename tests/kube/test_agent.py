@@ -4,6 +4,7 @@ the shoot API behind the load balancer, and `harness down` taking it all away.""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -79,6 +80,35 @@ def test_the_shoot_api_answers_through_the_load_balancer(running: tuple[LocalEnv
     states = loadbalancer.backend_states(env.state["loadbalancer"])
     ready = {p.ip for p in placement.observe(cluster.connect(seed.kube), NS) if p.component == "kube-apiserver" and p.ready}
     assert ready and {ip for ip, s in states.items() if s == "UP"} == ready
+
+
+def test_every_apiserver_names_every_etcd_member(running: tuple[LocalEnvironment, Seed, LocalRegion]) -> None:
+    env, seed, _ = running
+    pods = placement.observe(cluster.connect(seed.kube), NS)
+    urls = {c: {f"http://{p.ip}:2379" for p in pods if p.component == c} for c in ("etcd-main", "etcd-events")}
+    assert all(len(u) == 3 for u in urls.values()), urls
+    states = [json.loads(f.read_text()) for f in (env.config.state_dir / "ag").rglob("agent-*.json")]
+    argvs = [r["argv"] for st in states for r in st.values() if r.get("kind") == "kube-apiserver"]
+    assert len(argvs) == 3
+    for argv in argvs:
+        servers = next(a for a in argv if a.startswith("--etcd-servers=")).split("=", 1)[1].split(",")
+        events = next(a for a in argv if a.startswith("--etcd-servers-overrides=")).split("#", 1)[1].split(";")
+        assert set(servers) == urls["etcd-main"] and set(events) == urls["etcd-events"], argv
+
+
+def test_a_pod_marked_not_ready_by_the_node_controller_is_ready_again(
+        running: tuple[LocalEnvironment, Seed, LocalRegion]) -> None:
+    """What the node lifecycle controller does to the pods of a node that went NotReady; kwok, like
+    a kubelet that is back, reports them ready again."""
+    _, seed, _ = running
+    core = _core(seed)
+    pod = next(p for p in placement.observe(cluster.connect(seed.kube), NS)
+               if p.component == "gardener-resource-manager" and p.ready)
+    core.patch_namespaced_pod_status(pod.name, NS, {"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+
+    def ready() -> bool:
+        return any(p.name == pod.name and p.ready for p in placement.observe(cluster.connect(seed.kube), NS))
+    wait_for(ready, bool, f"{pod.name} Ready again", 20, 0.5)
 
 
 def _spare_node(env: LocalEnvironment) -> str:
