@@ -102,9 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     measure.add_argument("--json", action="store_true", help="print the figures as JSON")
     undeploy = sub.add_parser("undeploy", help="delete a reference control plane and its volumes")
     undeploy.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"(default: {DEFAULT_NAMESPACE})")
-    report = sub.add_parser("report", help="print where the newest (or the given) run's report is; --open opens it")
+    report = sub.add_parser("report", help="print where the newest (or the given) run's report is; --open opens it; "
+                                           "--screenshot renders it to screenshot.png")
     report.add_argument("run", nargs="?", default=None, help="run id (or a unique prefix, or a run directory); default: newest")
     report.add_argument("--open", action="store_true", help="open index.html with xdg-open")
+    report.add_argument("--screenshot", action="store_true",
+                        help="render index.html in headless chromium, save screenshot.png in the run directory, print its path")
     nightly = sub.add_parser("nightly", help="run the whole suite on the configured provider with the report on; print "
                                              "where the report is; exit non-zero when any scenario fails")
     nightly.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments (after --)")
@@ -261,6 +264,10 @@ def _report(config: Config, args: argparse.Namespace) -> int:
     if not index.exists():
         raise ConfigError(f"{index.parent} has no index.html (the run's report was not finished)")
     print(index)
+    if args.screenshot:
+        from harness.report.browser import screenshot
+
+        print(screenshot(index))
     if args.open:
         opener = shutil.which("xdg-open")
         if opener is None:

@@ -21,7 +21,7 @@ import pytest
 
 from harness import rootless
 from harness.config import PROVIDER_NAMES, Config, load_config, with_region
-from harness.errors import EnvironmentStateError, PrerequisiteError
+from harness.errors import EnvironmentStateError, HarnessError, PrerequisiteError
 from harness.faults.runner import FaultRunner
 from harness.probes.availability import AvailabilityProbe, ProbeHistory
 from harness.providers import get_provider
@@ -231,9 +231,13 @@ def session_env(
     record_testsuite_property("etcd_version", env.state["etcd"]["version"])
     record_testsuite_property("etcd_binary", env.state["etcd"]["path"])
     from harness.kube.binaries import KUBERNETES_VERSION
+    from harness.probes import versions
 
-    environment.update(etcd_version=env.state["etcd"]["version"], zones=list(env.zones),
-                       kubernetes_version=f"{KUBERNETES_VERSION} (local seed, when started)")
+    # Pinned until a scenario starts the seed (the `seed` fixture then asks its API).
+    environment.update(zones=list(env.zones), kubernetes_version=KUBERNETES_VERSION,
+                       kubernetes_version_source=versions.KUBE_PINNED)
+    if recorder is not None:
+        environment.update(versions.etcd_version(env, env.state["etcd"]["version"]))
     try:
         yield env
     finally:
@@ -274,9 +278,19 @@ def etcd(env: Environment) -> Environment:
 
 
 @pytest.fixture
-def seed(harness_provider: Provider, env: Environment) -> Seed:
+def seed(harness_provider: Provider, env: Environment, pytestconfig: pytest.Config) -> Seed:
     """The seed of the scenario's environment; the local one starts on first use (a few seconds)."""
-    return harness_provider.seed(env)
+    from harness.probes import versions
+
+    got = harness_provider.seed(env)
+    recorder = pytestconfig.stash.get(_RECORDER, None)
+    if recorder is not None and recorder.environment.get("kubernetes_version_source") != versions.KUBE_API:
+        try:  # once per run: the report says which Kubernetes the verdicts are about
+            recorder.environment.update(kubernetes_version=versions.kubernetes_version(got.kube),
+                                        kubernetes_version_source=versions.KUBE_API)
+        except HarnessError as e:
+            _say(pytestconfig, f"[harness] could not read the seed's Kubernetes version: {e}")
+    return got
 
 
 @pytest.fixture
@@ -364,13 +378,16 @@ class Probes:
         return self.add(AvailabilityProbe(etcd, self.timeline, via_zone, interval).start())
 
     def add(self, probe: Any) -> Any:
-        """Keep a started probe (anything with stop() -> history) until the scenario ends."""
+        """Keep a started probe (anything with stop() -> history, or None when its samples are
+        timeline events) until the scenario ends."""
         self.running.append(probe)
         return probe
 
     def stop_all(self) -> None:
         while self.running:
-            self.histories.append(self.running.pop().stop())
+            history = self.running.pop().stop()
+            if history is not None:
+                self.histories.append(history)
 
 
 @pytest.fixture

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import Callable, TextIO, TypeVar
 
-from harness.errors import WaitTimeout
+from harness.errors import HarnessError, WaitTimeout
 
 T = TypeVar("T")
 
@@ -53,3 +54,24 @@ def first_within(observe: Callable[[], T | None], description: str, timeout: flo
         return wait_for(observe, lambda v: v is not None, description, timeout, interval)
     except WaitTimeout:
         return None
+
+
+def bounded(fn: Callable[[], T], timeout: float, what: str, error: type[HarnessError] = WaitTimeout) -> T:
+    """Run `fn` in a worker thread; if it has not returned within `timeout` seconds, raise `error`
+    (the worker is left to die with the process: for calls that may hang on a cut-off network)."""
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name=what, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise error(f"{what} did not finish within {timeout:.1f}s")
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box.get("value")  # type: ignore[return-value]

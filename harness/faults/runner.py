@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -22,6 +21,7 @@ from harness.faults.base import Fault, Injection
 from harness.providers.base import Environment
 from harness.providers.state import StateBacked
 from harness.timeline import Event, Timeline
+from harness.wait import bounded
 
 _ids = itertools.count(1)
 
@@ -38,23 +38,8 @@ class ActiveFault:
 
 
 def _with_timeout(fn: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Run fn in a worker thread; a hang becomes a FaultError (the caller heals)."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # re-raised in the caller's thread
-            box["error"] = e
-
-    worker = threading.Thread(target=work, name=what, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise FaultError(f"{what} did not finish within {timeout:.1f}s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    """A hang becomes a FaultError (the caller heals)."""
+    return bounded(fn, timeout, what, FaultError)
 
 
 class FaultRunner:

@@ -59,6 +59,9 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
     anomalies = [[escape(a["name"]), escape(str({k: v for k, v in a.items() if k != "name"})[:400])] for a in s["anomalies"]]
     placement = [[escape(p["name"]), escape(pod.get("pod", "")), escape(str(pod.get("zone"))), escape(str(pod.get("node"))),
                   escape(str(pod.get("phase")))] for p in s["placement"] for pod in p["pods"]]
+    pods = [[escape(ph["namespace"]), _fmt(ph["samples"]), _fmt(ph["errors"]),
+             escape(", ".join(f"{z}: {n}" for z, n in ph["min_ready"].items())), _fmt(ph["max_pending"])]
+            for ph in s.get("pod_phases", [])]
     links = " ".join(x for x in (
         _link(run_dir, s.get("timeline"), "timeline JSON"),
         *(_link(run_dir, log, f"logs {Path(log).name}") for log in s.get("logs", [])),
@@ -85,7 +88,9 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
                      f"{'' if wu.get('resumed') else ' — writes never resumed'}</p>")
     parts += [_table(["fault", "target", "from", "to"], faults), _table(["load", "rate", "achieved", "requests",
               "failures", "p99"], loads), _table(["zone pair", "wire", "peer metrics"], traffic),
-              _table(["anomaly", "details"], anomalies), _table(["placement", "pod", "zone", "node", "phase"], placement)]
+              _table(["anomaly", "details"], anomalies), _table(["placement", "pod", "zone", "node", "phase"], placement),
+              _table(["pods sampled in", "samples", "failed to list", "fewest Running+ready per zone",
+                      "most Pending"], pods)]
     if links:
         parts.append(f"<p>{links}</p>")
     parts.append("</section>")

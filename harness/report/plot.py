@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from harness.report.summary import samples  # noqa: E402
 
@@ -70,13 +71,45 @@ def _probe_rows(ax: Any, timeline: dict[str, Any]) -> list[str]:
     return labels
 
 
+def pod_series(events: Iterable[dict[str, Any]]) -> tuple[str, list[float], dict[str, list[int]], list[int]]:
+    """The first sampled namespace's "pods" samples: its name, the sample times, Running-and-ready
+    pods per zone and Pending pods in all (samples that could not list the pods are left out)."""
+    got = [e for e in events if e["kind"] == "pods" and "zones" in e.get("data", {})]
+    got = [e for e in got if e["name"] == got[0]["name"]] if got else []
+    zones = sorted({z for e in got for z in e["data"]["zones"]} - {"-"})
+    times = [e["start"] for e in got]
+    ready = {z: [e["data"]["zones"].get(z, {}).get("ready", 0) for e in got] for z in zones}
+    pending = [sum(c.get("pending", 0) for c in e["data"]["zones"].values()) for e in got]
+    return (got[0]["name"] if got else ""), times, ready, pending
+
+
+def _pods_panel(ax: Any, events: list[dict[str, Any]], end_all: float) -> None:
+    namespace, times, ready, pending = pod_series(events)
+    for e in events:
+        if e["kind"] == "fault":
+            d = e.get("data", {})
+            ax.axvspan(d.get("injected_at") or e["start"], d.get("healed_at") or e.get("end") or end_all,
+                       color=FAULT, alpha=0.45, lw=0)
+    for zone, ys in ready.items():
+        ax.step(times, ys, where="post", linewidth=1.5, label=f"{zone} Running+ready")
+    ax.step(times, pending, where="post", color="#424242", linestyle="--", linewidth=1.5, label="Pending (all zones)")
+    ax.set_xlim(0, end_all * 1.02)
+    ax.set_ylim(0, 1.5 * max([*pending, *(y for ys in ready.values() for y in ys), 1]) + 0.5)  # room for the legend
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("pods")
+    ax.set_title(f"pods of {namespace} per zone", fontsize=9, loc="left")
+    ax.legend(loc="upper left", fontsize=7, ncols=5)
+
+
 def timeline_figure(timeline: dict[str, Any], title: str) -> Figure:
     """Fault windows shaded, load spans, probe successes and failures, leader changes and,
-    when measured, cross-zone KiB/s per zone pair."""
+    when sampled, pods per zone and phase, and when measured, cross-zone KiB/s per zone pair."""
     events = timeline.get("events", [])
     traffic = [e for e in events if e["kind"] == "traffic" and e.get("data", {}).get("pairs")]
-    fig, axes = plt.subplots(2 if traffic else 1, 1, figsize=(10, 4.2 if traffic else 2.6), squeeze=False,
-                             gridspec_kw={"height_ratios": [3, 2] if traffic else [1]})
+    pods = any(e["kind"] == "pods" and "zones" in e.get("data", {}) for e in events)
+    heights = [3] + [2] * (bool(pods) + bool(traffic))
+    fig, axes = plt.subplots(len(heights), 1, figsize=(10, 2.6 + 1.6 * (len(heights) - 1)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
     ax = axes[0][0]
     labels = _probe_rows(ax, timeline)
     end_all = max([e.get("end") or e["start"] for e in events] + [0.1])
@@ -102,8 +135,10 @@ def timeline_figure(timeline: dict[str, Any], title: str) -> Figure:
     ax.set_title(title, fontsize=9, loc="left")
     if labels:
         ax.legend(loc="upper right", fontsize=7, ncols=4)
+    if pods:
+        _pods_panel(axes[1][0], events, end_all)
     if traffic:
-        _traffic_bars(axes[1][0], traffic[-1]["data"]["pairs"])
+        _traffic_bars(axes[-1][0], traffic[-1]["data"]["pairs"])
     fig.tight_layout()
     return fig
 

@@ -68,6 +68,25 @@ def traffic(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             for e in events if e["kind"] == "traffic" and "pairs" in e.get("data", {})]
 
 
+def pod_phases(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per sampled namespace: how many samples, the first and last pods per zone and phase, and
+    per zone the fewest Running-and-ready pods seen; the full series stays in the timeline."""
+    by_ns: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        if e["kind"] == "pods":
+            by_ns.setdefault(e["name"], []).append(e)
+    out = []
+    for ns, got in by_ns.items():
+        ok = [e for e in got if "zones" in e.get("data", {})]
+        zones = sorted({z for e in ok for z in e["data"]["zones"]} - {"-"})
+        out.append({"namespace": ns, "samples": len(got), "errors": len(got) - len(ok),
+                    "first": ok[0]["data"]["zones"] if ok else None, "last": ok[-1]["data"]["zones"] if ok else None,
+                    "min_ready": {z: min(e["data"]["zones"].get(z, {}).get("ready", 0) for e in ok) for z in zones},
+                    "max_pending": max((sum(c.get("pending", 0) for c in e["data"]["zones"].values()) for e in ok),
+                                       default=0)})
+    return out
+
+
 def scenario(result: dict[str, Any], timeline: dict[str, Any] | None = None) -> dict[str, Any]:
     """One scenario's summary from its result record and its timeline."""
     timeline = load_timeline(result.get("timeline")) if timeline is None else timeline
@@ -88,6 +107,7 @@ def scenario(result: dict[str, Any], timeline: dict[str, Any] | None = None) -> 
         "load": loads(events),
         "traffic": traffic(events),
         "anomalies": [{"name": e["name"], **e.get("data", {})} for e in events if e["kind"] == "anomaly"],
+        "pod_phases": pod_phases(events),
         "placement": [{"name": e["name"], "pods": e["data"].get("pods", [])} for e in events if e["kind"] == "placement"],
         "timeline": result.get("timeline"),
         "porcupine": result.get("porcupine"),

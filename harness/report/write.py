@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -19,6 +20,24 @@ def _stderr(message: str) -> None:
     print(f"[report] {message}", file=sys.stderr, flush=True)
 
 
+def copy_porcupine(run_dir: Path, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Porcupine's visualisations copied into the run directory (so it is self-contained), each
+    record then pointing at its copy, relative to the run; a copy that fails keeps the original."""
+    out = []
+    for r in results:
+        source = r.get("porcupine")
+        if source and Path(source).is_file():
+            relative = f"porcupine/{Path(source).parent.name}.html"  # runs/<scenario>/porcupine.html
+            try:
+                (run_dir / "porcupine").mkdir(exist_ok=True)
+                shutil.copyfile(source, run_dir / relative)
+                r = r | {"porcupine": relative}
+            except OSError as e:
+                _stderr(f"could not copy {source} into {run_dir}: {e}")
+        out.append(r)
+    return out
+
+
 def write_report(reports_dir: Path, run_dir: Path, run_id: str, results: list[dict[str, Any]],
                  environment: dict[str, Any], session: dict[str, Any],
                  progress: Callable[[str], None] = _stderr) -> Path:
@@ -27,6 +46,7 @@ def write_report(reports_dir: Path, run_dir: Path, run_id: str, results: list[di
     summary.json is written first, so a plotting failure still leaves it; returns index.html.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
+    results = copy_porcupine(run_dir, results)
     timelines = {r["nodeid"]: summary.load_timeline(r.get("timeline")) for r in results}
     built = summary.build(run_id, results, environment, session, timelines)
     (run_dir / "summary.json").write_text(json.dumps(built, indent=1, default=str))

@@ -11,6 +11,7 @@ from harness import judge
 from harness.errors import ConfigError
 from harness.kube import cluster
 from harness.probes import placement
+from harness.probes.pod_phases import PodPhaseSampler
 from harness.probes.shoot_api import ShootApiProbe
 from harness.providers.base import Environment, Seed
 from harness.providers.local.shoot import ShootEtcd
@@ -25,10 +26,12 @@ from harness.wait import first_within
 
 @given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real'),
        target_fixture="shoot")
-def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str) -> Shoot:
+def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str) -> Shoot:
     spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
                          storage_class=seed.storage_class, real=True)
     shoot = shoots.deploy(seed, spec)
+    # Pods per zone and phase on the timeline until the scenario ends (the report's pods panel).
+    probes.add(PodPhaseSampler.of_seed(seed.kube, spec.namespace, timeline).start())
     # Taken while every member runs: a member keeps its address wherever its volume lets it go.
     shoot.etcds = {name: ShootEtcd(env, seed, spec.namespace, name) for name in ETCDS}  # type: ignore[arg-type]
     for view in shoot.etcds.values():

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
 
-from harness.report import write_report
-from tests.report.browser import Chromium, find_chromium
+from harness import cli
+from harness.report import browser, write_report
+from harness.report.browser import MISSING, BrowserError, Chromium, find_chromium
 from tests.report.timelines import results
 
 DOM = """JSON.stringify({
@@ -23,10 +25,10 @@ DOM = """JSON.stringify({
 def chromium() -> Chromium:
     binary = find_chromium()
     if binary is None:
-        pytest.skip("no chromium on PATH (Debian: apt-get install chromium; scripts/install-deps.sh installs it)")
+        pytest.skip(MISSING)
     try:
         browser = Chromium(binary)
-    except RuntimeError as e:
+    except BrowserError as e:
         pytest.skip(f"chromium cannot run here: {e}")
     yield browser
     browser.close()
@@ -56,3 +58,32 @@ def test_a_broken_page_is_caught(tmp_path: Path, chromium: Chromium) -> None:
     assert rendered.dom == {"n": 1}
     assert any("nope" in e or "ReferenceError" in e or "Uncaught" in e for e in rendered.errors), rendered.errors
     assert any("missing.png" in e or "ERR_FILE_NOT_FOUND" in e for e in rendered.errors), rendered.errors
+
+
+def test_harness_report_screenshot_saves_a_png_in_the_run_directory(tmp_path: Path, chromium: Chromium,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI starts a browser of its own; the fixture's only says that one can run here."""
+    reports = tmp_path / "reports"
+    write_report(reports, reports / "run-2", "run-2", results(reports, scenarios=3), {"provider": "local"},
+                 {"started": "2025-01-01T00:00:00+00:00", "exitstatus": 0, "interrupted": False, "not_run": []},
+                 progress=lambda _: None)
+    (tmp_path / "harness.toml").write_text(f'[paths]\nreports_dir = "{reports}"\n')
+    assert cli.main(["--config", str(tmp_path / "harness.toml"), "report", "run-2", "--screenshot"]) == 0
+    out = capsys.readouterr().out.split()
+    shot = reports / "run-2" / "screenshot.png"
+    assert out == [str(reports / "run-2" / "index.html"), str(shot)]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])  # IHDR: the whole page, not just the window
+    assert width >= 1000 and height > 1600
+
+
+def test_a_missing_chromium_is_said_plainly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    reports = tmp_path / "reports"
+    write_report(reports, reports / "run-3", "run-3", results(reports, scenarios=1), {},
+                 {"started": "", "exitstatus": 0, "interrupted": False, "not_run": []}, progress=lambda _: None)
+    (tmp_path / "harness.toml").write_text(f'[paths]\nreports_dir = "{reports}"\n')
+    monkeypatch.setattr(browser, "find_chromium", lambda: None)
+    assert cli.main(["--config", str(tmp_path / "harness.toml"), "report", "run-3", "--screenshot"]) == 2
+    assert "no chromium on PATH" in capsys.readouterr().err and not (reports / "run-3" / "screenshot.png").exists()

@@ -117,3 +117,22 @@ def test_run_ids_sort_by_time() -> None:
     a = new_run_id(datetime(2025, 1, 1, tzinfo=timezone.utc))
     b = new_run_id(datetime(2025, 1, 2, tzinfo=timezone.utc))
     assert a < b and a.startswith("20250101T000000Z-") and len(a) == len("20250101T000000Z-") + 6
+
+
+def test_porcupines_visualisation_is_copied_into_the_run_and_linked_from_the_page(tmp_path: Path) -> None:
+    recs = results(tmp_path, scenarios=2)
+    kept = tmp_path / "runs" / "features_test_features.py__test_scenario_1" / "porcupine.html"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("<html>porcupine says no</html>")
+    recs[1]["porcupine"] = str(kept)
+    gone = str(tmp_path / "runs" / "gone" / "porcupine.html")
+    recs[0]["porcupine"] = gone  # removed since it was recorded: nothing to copy, the record is kept as it was
+    index = write_report(tmp_path, tmp_path / "r", "r", recs, ENV, _session(), progress=lambda _: None)
+    copy = tmp_path / "r" / "porcupine" / "features_test_features.py__test_scenario_1.html"
+    assert copy.read_text() == "<html>porcupine says no</html>"
+    built = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert built["scenarios"][1]["porcupine"] == "porcupine/features_test_features.py__test_scenario_1.html"
+    assert built["scenarios"][0]["porcupine"] == gone and sorted(p.name for p in copy.parent.iterdir()) == [copy.name]
+    assert recs[1]["porcupine"] == str(kept)  # the caller's records are left as they were
+    html = index.read_text()
+    assert 'href="porcupine/features_test_features.py__test_scenario_1.html"' in html

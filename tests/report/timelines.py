@@ -48,6 +48,34 @@ def traffic_timeline(nodeid: str, kib: float = 400.0) -> dict[str, Any]:
     return {"base_monotonic": 50.0, "events": events, "nodeid": nodeid, "histories": []}
 
 
+def pods_timeline(nodeid: str, namespace: str = "shoot--harness--zone-multi-zone") -> dict[str, Any]:
+    """GEP-20's outage seen by the pod sampler: zone-a's 3 pods go not ready at 5 s, are
+    force-deleted at 12 s (2 Pending, unbound) and one comes back Running in zone-b at 15 s."""
+    def zones(t: float) -> dict[str, dict[str, int]]:
+        a = {"ready": 3, "not_ready": 0, "pending": 0, "other": 0}
+        b = {"ready": 3, "not_ready": 0, "pending": 0, "other": 0}
+        out = {"zone-a": a, "zone-b": b, "zone-c": {"ready": 3, "not_ready": 0, "pending": 0, "other": 0}}
+        if 5 <= t < 12:
+            a.update(ready=0, not_ready=3)
+        elif t >= 12:
+            a.update(ready=0)
+            out["-"] = {"ready": 0, "not_ready": 0, "pending": 2 if t >= 15 else 3, "other": 0}
+            if t >= 15:
+                b["ready"] = 4
+        return out
+
+    events: list[dict[str, Any]] = [
+        {"kind": "fault", "name": "zone-outage", "start": 4.0, "end": 20.0,
+         "data": {"target": "zone-a", "injected_at": 4.0, "healed_at": 20.0}},
+        {"kind": "probe", "name": "start", "start": 0.5, "end": 0.5, "data": {"target": "pods", "namespace": namespace}},
+    ]
+    for i in range(22):
+        t = 1.0 + i
+        data: dict[str, Any] = {"error": "KubeApiError: timed out"} if i == 10 else {"zones": zones(t)}
+        events.append({"kind": "pods", "name": namespace, "start": t, "end": t, "data": data})
+    return {"base_monotonic": 10.0, "events": events, "nodeid": nodeid, "histories": []}
+
+
 def write(path: Path, timeline: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(timeline))

@@ -1,0 +1,79 @@
+"""Pods of a namespace counted per zone and phase, sampled in the background while a scenario
+runs, each sample a "pods" event on the scenario's timeline (the report draws them beside the
+fault windows). Observes only: it never judges and never touches the pods."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Iterable
+
+from harness.probes.placement import PodPlacement
+from harness.timeline import Timeline
+
+INTERVAL = 1.0  # s: a zone outage's effects on pods take tens of seconds; more would only load the seed
+BUCKETS = ("ready", "not_ready", "pending", "other")  # Running and ready / Running not ready / Pending / the rest
+NO_ZONE = "-"  # not bound to a node (yet or any more)
+EVENT = "pods"
+
+
+def bucket(pod: PodPlacement) -> str:
+    if pod.phase == "Running":
+        return "ready" if pod.ready else "not_ready"
+    return "pending" if pod.phase == "Pending" else "other"  # Terminating, Failed, Unknown, Succeeded
+
+
+def counts(pods: Iterable[PodPlacement]) -> dict[str, dict[str, int]]:
+    """zone -> bucket -> pods; a pod without a node counts in zone "-"."""
+    out: dict[str, dict[str, int]] = {}
+    for p in pods:
+        zone = (p.zone or NO_ZONE) if p.node else NO_ZONE
+        out.setdefault(zone, dict.fromkeys(BUCKETS, 0))[bucket(p)] += 1
+    return dict(sorted(out.items()))
+
+
+class PodPhaseSampler:
+    """Calls `list_pods` every `interval` s in a thread; stop() ends it (returns no history: the
+    samples are the timeline's events)."""
+
+    def __init__(self, list_pods: Callable[[], list[PodPlacement]], timeline: Timeline, namespace: str,
+                 interval: float = INTERVAL) -> None:
+        self.list_pods, self.timeline, self.namespace, self.interval = list_pods, timeline, namespace, interval
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"pod-phases-{namespace}", daemon=True)
+
+    @classmethod
+    def of_seed(cls, kube: Any, namespace: str, timeline: Timeline, interval: float = INTERVAL) -> PodPhaseSampler:
+        """Sampling the pods of `namespace` through the seed's API (`kube`: its KubeAccess)."""
+        from harness.kube import cluster
+        from harness.probes import placement
+
+        api = cluster.connect(kube)
+        return cls(lambda: placement.observe(api, namespace), timeline, namespace, interval)
+
+    def start(self) -> PodPhaseSampler:
+        self._thread.start()
+        self.timeline.mark("probe", "start", target=EVENT, namespace=self.namespace, interval=self.interval)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.timeline.mark("probe", "stop", target=EVENT, namespace=self.namespace, samples=self.samples)
+
+    def sample(self) -> None:
+        """One sample: the counts, or why the pods could not be listed (the plot shows a gap)."""
+        try:
+            zones = counts(self.list_pods())
+        except Exception as e:  # the client's errors come in many types: a gap, never a dead sampler
+            self.timeline.mark(EVENT, self.namespace, error=f"{type(e).__name__}: {e}"[-200:])
+        else:
+            self.timeline.mark(EVENT, self.namespace, zones=zones)
+        self.samples += 1
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            began = time.monotonic()
+            self.sample()
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - began)))
