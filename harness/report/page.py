@@ -46,8 +46,8 @@ def _link(run_dir: Path, target: str | None, text: str) -> str:
 
 def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: Path) -> str:
     steps = [[escape(st.get("keyword", "")), f'<span class="{"step-failed" if st.get("failed") else ""}">'
-              f'{escape(st.get("name", ""))}</span>', "failed" if st.get("failed") else "ok",
-              _fmt(st.get("duration"), "s")] for st in s["steps"]]
+              f'{escape(st.get("name", ""))}</span>', escape(st.get("status") or ("failed" if st.get("failed") else "ok")),
+              _fmt(st.get("duration"), "s") if st.get("status") != "not run" else ""] for st in s["steps"]]
     figures = [[escape(f["name"]), _fmt(f["value"], f["unit"]), _fmt(f.get("at"), "s")] for f in s["figures"]]
     faults = [[escape(w["fault"]), escape(str(w.get("target"))), _fmt(w.get("injected_at") or w["start"], "s"),
                _fmt(w.get("healed_at") or w.get("end"), "s")] for w in s["fault_windows"]]
@@ -74,7 +74,11 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
         f'<div><code>{escape(s["nodeid"])}</code> · {_fmt(s["duration_s"], "s")}'
         f'{" · tags: " + escape(", ".join(s["tags"])) if s["tags"] else ""}</div>',
     ]
-    if s.get("message"):
+    if s.get("crash"):
+        parts.append(f'<h3>Why it failed</h3><pre class="why">{escape(s["crash"])}</pre>')
+        if s.get("message"):
+            parts.append(f'<details><summary>traceback</summary><pre class="why">{escape(s["message"])}</pre></details>')
+    elif s.get("message"):
         parts.append(f'<h3>Why it failed</h3><pre class="why">{escape(s["message"])}</pre>')
     if plot_b64:
         parts.append(f'<img class="timeline-plot" alt="timeline of {escape(s["name"])}" '

@@ -17,6 +17,13 @@ def _message(report: Any) -> str | None:
     return text[-MESSAGE_CHARS:] or None
 
 
+def _crash(report: Any) -> str | None:
+    """The exception's own message (a ToleranceViolation says what was expected and measured),
+    which a traceback's last lines bury."""
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    return str(crash.message)[-MESSAGE_CHARS:] if crash is not None else None
+
+
 class RunRecorder:
     """One session's results by nodeid, plus where each scenario's timeline went."""
 
@@ -38,20 +45,26 @@ class RunRecorder:
             self.add_scenario(report.nodeid, scenario)
         if report.when == "setup":
             if report.failed:
-                rec.update(result="error", message=_message(report))
+                rec.update(result="error", message=_message(report), crash=_crash(report))
             elif report.skipped:
                 rec.update(result="skipped", message=_message(report))
         elif report.when == "call":
-            rec.update(result="skipped" if report.skipped else report.outcome, message=_message(report))
+            rec.update(result="skipped" if report.skipped else report.outcome, message=_message(report),
+                       crash=_crash(report) if report.failed else None)
         elif report.failed and rec["result"] == "passed":
-            rec.update(result="error", message=_message(report))
+            rec.update(result="error", message=_message(report), crash=_crash(report))
 
     def add_scenario(self, nodeid: str, scenario: dict[str, Any]) -> None:
-        """pytest-bdd's serialized scenario report: name, feature, tags, the steps run and how they went."""
-        self._record(nodeid).update(
-            name=scenario.get("name"), feature=scenario.get("feature", {}).get("name"), tags=scenario.get("tags", []),
-            steps=[{"keyword": s.get("keyword"), "name": s.get("name"), "failed": s.get("failed"),
-                    "duration": round(s.get("duration") or 0.0, 3)} for s in scenario.get("steps", [])])
+        """pytest-bdd's serialized scenario report: name, feature, tags, the steps and how they went.
+        pytest-bdd marks every step after a failed one failed too; they never ran."""
+        steps, failed = [], False
+        for s in scenario.get("steps", []):
+            status = "not run" if failed else "failed" if s.get("failed") else "ok"
+            failed = failed or bool(s.get("failed"))
+            steps.append({"keyword": s.get("keyword"), "name": s.get("name"), "failed": status == "failed",
+                          "status": status, "duration": round(s.get("duration") or 0.0, 3)})
+        self._record(nodeid).update(name=scenario.get("name"), feature=scenario.get("feature", {}).get("name"),
+                                    tags=scenario.get("tags", []), steps=steps)
 
     def add_timeline(self, nodeid: str, path: Path, porcupine: Path | None, logs: list[Path]) -> None:
         rec = self._record(nodeid)

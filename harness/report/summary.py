@@ -100,6 +100,7 @@ def scenario(result: dict[str, Any], timeline: dict[str, Any] | None = None) -> 
         "result": result.get("result", "unknown"),
         "duration_s": round(result.get("duration", 0.0), 3),
         "message": result.get("message"),
+        "crash": result.get("crash"),
         "steps": result.get("steps", []),
         "fault_windows": windows,
         "write_unavailability": write_unavailability(timeline, windows),

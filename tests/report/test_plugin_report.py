@@ -44,6 +44,7 @@ Feature: reports
   Scenario: a big gap
     Given nothing
     Then the gap of 3 s is under 2 s
+    And the gap of 1 s is under 2 s
 """
 
 LONG = """
@@ -88,10 +89,13 @@ def test_a_failing_run_writes_its_report(pytester: pytest.Pytester) -> None:
     big = built["scenarios"][1]
     assert big["name"] == "a big gap" and big["result"] == "failed" and "expected under 2 s, got 3 s" in big["message"]
     assert big["figures"][0]["name"] == "write gap" and big["figures"][0]["value"] == 3
-    assert [s["name"] for s in big["steps"]] == ["nothing", "the gap of 3 s is under 2 s"] and big["steps"][1]["failed"]
+    assert [(s["name"], s["status"]) for s in big["steps"]] == [
+        ("nothing", "ok"), ("the gap of 3 s is under 2 s", "failed"), ("the gap of 1 s is under 2 s", "not run")]
+    assert big["crash"].startswith("AssertionError: write gap: expected under 2 s, got 3 s")
     assert Path(big["timeline"]).exists()
     html = (run / "index.html").read_text()
     assert html.count('<section class="scenario') == 2 and html.count('class="timeline-plot"') == 2
+    assert "<td>not run</td>" in html and "<summary>traceback</summary>" in html
     assert (reports / "trends.html").exists() and (reports / "history.sqlite").exists()
 
 
