@@ -409,8 +409,6 @@ class Agent:
         from kubernetes import client as k8s
 
         self.log(f"{pod.metadata.namespace}/{pod.metadata.name} failed: {message}")
-        self._patch(pod.metadata.namespace, pod.metadata.name, {"phase": "Failed", "reason": "StartError",
-                                                                "message": message[:1000]})
         event = k8s.CoreV1Event(
             metadata=k8s.V1ObjectMeta(generate_name=f"{pod.metadata.name}.", namespace=pod.metadata.namespace),
             involved_object=k8s.V1ObjectReference(kind="Pod", name=pod.metadata.name, namespace=pod.metadata.namespace,
@@ -419,7 +417,10 @@ class Agent:
             source=k8s.V1EventSource(component="ha-harness-agent", host=self.node),
             first_timestamp=dt.datetime.now(dt.timezone.utc), last_timestamp=dt.datetime.now(dt.timezone.utc), count=1,
         )
+        # The Event first: whoever sees the pod Failed finds why among its events.
         self.core.create_namespaced_event(pod.metadata.namespace, event, _request_timeout=REQUEST_TIMEOUT)
+        self._patch(pod.metadata.namespace, pod.metadata.name, {"phase": "Failed", "reason": "StartError",
+                                                                "message": message[:1000]})
 
     # -- stopping -------------------------------------------------------------------------------
     def stop(self, uid: str) -> None:

@@ -105,6 +105,8 @@ def render(summary: dict[str, Any], run_dir: Path, plot: Callable[[int, dict[str
     """The page; `plot(index, scenario)` gives each scenario's PNG (base64) or None."""
     env = summary.get("environment", {})
     counts = ", ".join(f"{n} {k}" for k, n in summary.get("counts", {}).items()) or "no scenarios"
+    if summary.get("other_tests_not_listed"):
+        counts += f" ({summary['other_tests_not_listed']} passed or skipped tests that are not scenarios are not listed)"
     state = "interrupted" if summary.get("interrupted") else ("all passed" if summary.get("ok") else "failures")
     env_rows = [[escape(k), escape(", ".join(v) if isinstance(v, list) else str(v))] for k, v in env.items()]
     nav = " ".join(f'<a href="#scenario-{i}">{escape(s["name"][:40])}</a>' for i, s in enumerate(summary["scenarios"]))

@@ -9,6 +9,8 @@ from typing import Any, Iterable, Sequence
 import matplotlib
 
 matplotlib.use("Agg")
+# Titles and labels are test ids and names: a "$" in them is text, not TeX to typeset.
+matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402

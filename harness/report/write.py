@@ -57,12 +57,18 @@ def write_report(reports_dir: Path, run_dir: Path, run_id: str, results: list[di
         if i and i % 10 == 0:
             progress(f"plotted {i}/{todo} scenarios ({time.monotonic() - started:.1f} s)")
         timeline = timelines.get(s["nodeid"]) or {}
-        return plot.timeline_png(timeline, s["name"]) if timeline.get("events") else None
+        if not timeline.get("events"):
+            return None
+        try:
+            return plot.timeline_png(timeline, s["name"])
+        except Exception as e:  # one plot that cannot be drawn must not cost the whole report
+            progress(f"no plot for {s['nodeid']}: {type(e).__name__}: {str(e)[:300]}")
+            return None
 
     index = run_dir / "index.html"
     index.write_text(page.render(built, run_dir, plot_one))
+    point_latest(reports_dir, run_dir)  # the run's own report is complete; trends come next
     history.record(reports_dir / HISTORY, built)
     trends.write(reports_dir / HISTORY, reports_dir / TRENDS)
-    point_latest(reports_dir, run_dir)
     progress(f"report of {todo} scenario(s) in {time.monotonic() - started:.1f} s: {index}")
     return index

@@ -93,3 +93,8 @@ def test_the_page_lists_what_the_sampler_saw() -> None:
     assert "<th>pods sampled in</th>" in html and "zone-a: 0, zone-b: 3, zone-c: 3" in html
     assert "pods sampled in" not in page.scenario_html(0, summary.scenario({"nodeid": "x::y"}, outage_timeline("x::y")),
                                                        None, Path("/r"))
+
+
+def test_a_name_with_dollar_signs_is_drawn_as_text() -> None:
+    # A parametrized test id such as "Kubernetes v0.0.0-master+$Format:%H$" once broke the whole report.
+    assert plot.timeline_png(pods_timeline("x::y"), "test_parse_version[v0.0.0-master+$Format:%H$]")

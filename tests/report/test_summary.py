@@ -136,3 +136,14 @@ def test_porcupines_visualisation_is_copied_into_the_run_and_linked_from_the_pag
     assert recs[1]["porcupine"] == str(kept)  # the caller's records are left as they were
     html = index.read_text()
     assert 'href="porcupine/features_test_features.py__test_scenario_1.html"' in html
+
+
+def test_plain_tests_are_listed_only_when_they_did_not_pass() -> None:
+    recs = [{"nodeid": "features/f.py::a", "name": "a", "feature": "outages", "result": "passed"},
+            {"nodeid": "tests/unit/t.py::ok", "result": "passed"},
+            {"nodeid": "tests/unit/t.py::skip", "result": "skipped"},
+            {"nodeid": "tests/unit/t.py::broken", "result": "failed", "message": "boom", "crash": "AssertionError: boom"}]
+    built = summary.build("r", recs, ENV, _session(), {})
+    assert [s["nodeid"] for s in built["scenarios"]] == ["features/f.py::a", "tests/unit/t.py::broken"]
+    assert built["counts"] == {"failed": 1, "passed": 2, "skipped": 1} and built["other_tests_not_listed"] == 2
+    assert built["ok"] is False and built["scenarios"][1]["crash"] == "AssertionError: boom"
