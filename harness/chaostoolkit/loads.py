@@ -2,7 +2,7 @@
 
 `chaos run` runs every activity of an experiment in one process, so the running loads live in
 this module. Each also stops itself after its maximum duration (a timer) and when the process
-exits; its process group is written beside the region's state file so that `heal` from another
+exits; its process group is written in the region's work directory so that `heal` from another
 process (or after `kill -9`) still stops it.
 """
 
@@ -28,7 +28,8 @@ _lock = threading.Lock()
 
 
 def _pids_file(env: Environment) -> Path:
-    return env.config.state_dir / f"chaostoolkit-loads-{env.config.region.name}.json"
+    # In the region's work directory: `harness down` removes it with everything else.
+    return env.config.state_dir / env.config.region.name / "chaostoolkit-loads.json"
 
 
 def _record(env: Environment) -> None:
