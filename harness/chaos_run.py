@@ -140,7 +140,7 @@ def zone_outage(env: LocalEnvironment, seed: Seed, zone: str, bounds: Bounds) ->
     try:
         time.sleep(1.0)
         fault = runner.inject("zone-outage", zone)
-        cut = fault.event.start
+        cut = fault.effective_at  # when the router was seen dropping the zone's packets
         nodes = {n.name for n in env.nodes_in(zone)}
         result.not_ready_after = _since(cut, timeline, first_within(
             lambda: True if _not_ready(seed, nodes) else None, f"the nodes of {zone} NotReady", bounds.not_ready + 5))
@@ -151,17 +151,17 @@ def zone_outage(env: LocalEnvironment, seed: Seed, zone: str, bounds: Bounds) ->
             lambda: True if _outage_state(seed, zone) else None, f"GEP-20's outage state for {zone}",
             bounds.stateless_moved + 10, interval=0.5))
         result.tables["during"] = _snapshot(seed)
-        healed = timeline.now()
     finally:
-        runner.heal()
+        runner.heal(wait=False)
+    healed = timeline.now()
     result.recovered_after = _since(healed, timeline, first_within(
         lambda: True if _all_running(seed) else None, "every pod Running again", bounds.recovered + 10, interval=0.5))
     result.tables["after"] = _snapshot(seed)
     history, shoot_history = probe.stop(), shoot.stop()
     gap = av.longest_write_gap(history.samples, cut, healed)
-    result.etcd_write_gap = round(gap.length, 3) if gap else None
+    result.etcd_write_gap = round(gap.length, 3)
     shoot_gap = av.longest_write_gap(shoot_history.samples, cut, timeline.now())
-    result.shoot_write_gap = round(shoot_gap.length, 3) if shoot_gap else None
+    result.shoot_write_gap = round(shoot_gap.length, 3)
     result.etcd_acked, result.shoot_acked = len(history.acked()), len(shoot_history.acked())
     lost: set[int] = set()
     for member, keys in converged_keys(etcd, history.prefix, env.config.timeouts.recovery).items():

@@ -24,6 +24,7 @@ class Timeouts:
     region_up: float = 30.0
     member_ready: float = 20.0
     fault_apply: float = 10.0
+    fault_effect: float = 10.0  # after a fault is applied, until its effect is observed in place
     heal: float = 30.0
     recovery: float = 30.0
     probe_request: float = 0.25

@@ -22,6 +22,17 @@ def at_most(value: float | None, limit: float, what: str, seen: Any = None) -> f
     return value
 
 
+def gap_at_most(gap: Any, limit: float, what: str) -> float:
+    """A stretch without acknowledged writes (validate.availability.Gap) of at most `limit` seconds;
+    one still open when its window ended says so."""
+    __tracebackhide__ = True
+    if gap.length > limit:
+        tail = "; writes had not resumed when the window ended" if gap.open else ""
+        raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, measured {gap.length:.3f}s: "
+                                 f"{gap.describe()}{tail}")
+    return float(gap.length)
+
+
 def equal(actual: Any, expected: Any, what: str) -> None:
     __tracebackhide__ = True
     if actual != expected:

@@ -56,9 +56,11 @@ def first_within(observe: Callable[[], T | None], description: str, timeout: flo
         return None
 
 
-def bounded(fn: Callable[[], T], timeout: float, what: str, error: type[HarnessError] = WaitTimeout) -> T:
+def bounded(fn: Callable[[], T], timeout: float, what: str, error: type[HarnessError] = WaitTimeout,
+            overran: Callable[[threading.Thread], None] | None = None) -> T:
     """Run `fn` in a worker thread; if it has not returned within `timeout` seconds, raise `error`
-    (the worker is left to die with the process: for calls that may hang on a cut-off network)."""
+    (the worker is left to die with the process: for calls that may hang on a cut-off network).
+    `overran(worker)` is told of a worker still running, for callers that must wait it out."""
     box: dict[str, object] = {}
 
     def work() -> None:
@@ -71,6 +73,8 @@ def bounded(fn: Callable[[], T], timeout: float, what: str, error: type[HarnessE
     worker.start()
     worker.join(timeout)
     if worker.is_alive():
+        if overran is not None:
+            overran(worker)
         raise error(f"{what} did not finish within {timeout:.1f}s")
     if "error" in box:
         raise box["error"]  # type: ignore[misc]

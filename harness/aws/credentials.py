@@ -168,6 +168,22 @@ def revoke(
     return snapshot(data)
 
 
+DENIED = ("AccessDenied", "UnauthorizedOperation", "AuthFailure", "InvalidClientTokenId")
+
+
+def refused(ec2: Any) -> dict[str, Any] | None:
+    """{"refused": error code} when a harmless call with these credentials is denied; None while
+    it still succeeds (or fails for another reason)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        ec2.describe_availability_zones()
+    except ClientError as e:
+        code = e.response.get("Error", {}).get("Code", "")
+        return {"refused": code} if code in DENIED else None
+    return None
+
+
 def restore(iam: Any, data_or_run_id: Mapping[str, Any] | str) -> list[str]:
     """Undo `revoke`: delete exactly its policy, or re-activate exactly the keys it deactivated; untag.
 

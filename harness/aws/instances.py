@@ -95,6 +95,22 @@ def fail_instance(
     return snapshot(data)
 
 
+REACHED = {"stop": ("stopping", "stopped"), "terminate": ("shutting-down", "terminated")}
+
+
+def state_reached(ec2: Any, data: Mapping[str, Any], mode: str) -> dict[str, Any] | None:
+    """EC2's state of the failed instance once it shows the fault (None before); a reboot shows
+    no state of its own in EC2's API, so it is taken as done once requested, and says so."""
+    instance_id = data.get("instance_id")
+    if not instance_id:
+        return None
+    state = _describe(ec2, instance_id, missing_ok=True)
+    name = state["State"]["Name"] if state else "terminated"
+    if mode == "reboot":
+        return {"instance_state": name, "note": "a reboot has no state in EC2's API; taken as done once requested"}
+    return {"instance_state": name} if name in REACHED.get(mode, ()) else None
+
+
 def heal_instance(
     ec2: Any,
     data_or_run_id: Mapping[str, Any] | str,

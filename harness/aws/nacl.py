@@ -397,6 +397,16 @@ def _sync_entries(ec2: Any, acl: Mapping[str, Any], wanted: Sequence[AclEntry]) 
 # ---------------------------------------------------------------- heal
 
 
+def associations_in_place(ec2: Any, acls: Mapping[str, str]) -> dict[str, Any] | None:
+    """Every subnet of `acls` (subnet id -> harness ACL id) associated with its harness ACL, as
+    EC2 describes it (on AWS the API is all that can be observed of the swap); None before."""
+    with aws_call("reading the subnets' network ACL associations"):
+        found = _paginate(ec2, "describe_network_acls", "NetworkAcls",
+                          Filters=[{"Name": "association.subnet-id", "Values": sorted(acls)}])
+    now = {subnet: acl for subnet, (_, acl) in _associations(found).items()}
+    return {"associations": dict(acls)} if all(now.get(s) == a for s, a in acls.items()) else None
+
+
 def heal_zone_outage(ec2: Any, data_or_run_id: Mapping[str, Any] | str) -> list[str]:
     """Put every subnet on a harness ACL of the run back on its original ACL; delete the harness's ACLs.
 

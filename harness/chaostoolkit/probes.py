@@ -60,9 +60,9 @@ def _gap_figures(samples: list[Sample], start: float, end: float, via_zone: str)
         "via_zone": via_zone,
         "acked": acked,
         "failed": failed,
-        # No acknowledged write at all: the longest gap is the whole window and writes never resumed.
-        "resumed": gap is not None,
-        "longest_gap_s": round(gap.length if gap else end - start, 3),
+        # The longest gap still open when the window ended: writes had not resumed by then.
+        "resumed": not gap.open,
+        "longest_gap_s": round(gap.length, 3),
     }
 
 

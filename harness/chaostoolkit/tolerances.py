@@ -41,10 +41,11 @@ def quorum(value: dict[str, Any] | None = None) -> bool:
 
 
 def writes_available(max_gap: float, value: dict[str, Any] | None = None) -> bool:
-    """Writes were acknowledged, with no stretch longer than `max_gap` seconds without one
-    (output of probes.write_availability or probes.shoot_api_availability)."""
-    gap = value["longest_gap_s"] if value["resumed"] else None
-    return _within(lambda: judge.at_most(gap, float(max_gap), "longest write gap", seen=value))
+    """No stretch longer than `max_gap` seconds without an acknowledged write, the one still open
+    at the end of the probe's window included (output of probes.write_availability or
+    probes.shoot_api_availability)."""
+    what = "longest write gap" + ("" if value["resumed"] else " (still open: writes had not resumed)")
+    return _within(lambda: judge.at_most(value["longest_gap_s"], float(max_gap), what, seen=value))
 
 
 def _unit_of(target: str | None) -> str:

@@ -15,7 +15,7 @@ from harness.aws import credentials, instances, nacl
 from harness.aws.access import AwsAccess
 from harness.errors import ConfigError
 from harness.faults.base import Injection, lacks
-from harness.providers.base import Cloud, Environment
+from harness.providers.base import Cloud, Environment, NodeFailures, RoutedCloud
 
 
 def _access(env: Environment) -> AwsAccess:
@@ -65,6 +65,16 @@ class AwsZoneOutage:
         ec2, plan = self._plan(env, target)
         return nacl.apply_zone_outage(ec2, plan, ctx.run_id, ctx.record)
 
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Where a router enforces the cloud's ACLs (the local cloud), packets dropped under the
+        harness ACL; on AWS itself, every target subnet associated with its harness ACL."""
+        acls = dict(data.get("acls") or {})
+        if not acls:
+            return None
+        if isinstance(env, RoutedCloud):
+            return env.acl_effect(target, set(acls.values()))
+        return nacl.associations_in_place(_access(env).client("ec2"), acls)
+
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         nacl.heal_zone_outage(_access(env).client("ec2"), data)
 
@@ -106,6 +116,15 @@ class AwsRevokeCredentials:
         return credentials.revoke(access.client("iam"), access.client("sts"), target, self.method,  # type: ignore[arg-type]
                                   ctx.run_id, ctx.record, opted_in=access.opted_in)
 
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """The revoked principal is refused, seen by calling EC2 with its own credentials (IAM
+        changes take a moment to apply on AWS); without them, IAM's record of the change."""
+        access = _access(env)
+        if access.machine_credentials is None or target != access.machine_principal:
+            return {"revoked_in_iam": data.get("method", self.method),
+                    "note": "no credentials of this principal to try; IAM's record of the change is the evidence"}
+        return credentials.refused(access.client("ec2", access.machine_credentials, attempts=1))
+
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         credentials.restore(_access(env).client("iam"), data)
 
@@ -139,6 +158,13 @@ class AwsInstanceFailure:
         instance = target if target.startswith("i-") else instance_of(access, target)
         return instances.fail_instance(access.client("ec2"), instance, self.mode, ctx.run_id, ctx.record,  # type: ignore[arg-type]
                                        opted_in=access.opted_in)
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """A node whose instance stopped is down where the environment can tell (the local cloud's
+        reconciler kills it); otherwise EC2's own state of the instance."""
+        if self.mode != "reboot" and not target.startswith("i-") and isinstance(env, NodeFailures):
+            return env.node_failure_effect(target, {"mode": "kill"})
+        return instances.state_reached(_access(env).client("ec2"), data, self.mode)
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         instances.heal_instance(_access(env).client("ec2"), data)

@@ -19,8 +19,11 @@ class MemberKill:
 
     def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
         assert isinstance(env, MemberProcesses)
-        env.kill_member(target)
-        return {}
+        return {"pid": env.kill_member(target)}
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        # kill_member returns only once it has seen the process gone.
+        return {"process_gone": data["pid"]} if data.get("pid") else None
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         assert isinstance(env, MemberProcesses)

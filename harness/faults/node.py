@@ -29,6 +29,10 @@ class NodeFailure:
         assert isinstance(env, NodeFailures)
         return env.fail_node(target, self.mode)
 
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, NodeFailures)
+        return env.node_failure_effect(target, {"mode": self.mode} | data)
+
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         assert isinstance(env, NodeFailures)
         env.restore_node(target, {"mode": self.mode} | data)
@@ -55,6 +59,11 @@ class HostOutage:
         for node in env.host(target):
             done[node.name] = env.fail_node(node.name, "kill")
         return {"nodes": done}
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, NodeFailures)
+        seen = {name: env.node_failure_effect(name, node_data) for name, node_data in data.get("nodes", {}).items()}
+        return seen if seen and all(seen.values()) else None
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         assert isinstance(env, NodeFailures) and isinstance(env, Topology)

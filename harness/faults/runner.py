@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -36,10 +37,19 @@ class ActiveFault:
     event: Event
     started: float = field(default_factory=time.monotonic)
 
+    @property
+    def effective_at(self) -> float:
+        """When the fault was seen in effect, on the timeline (verdicts are judged from here)."""
+        return float(self.event.data.get("effective_at", self.event.data.get("injected_at", self.event.start)))
 
-def _with_timeout(fn: Callable[[], Any], timeout: float, what: str) -> Any:
-    """A hang becomes a FaultError (the caller heals)."""
-    return bounded(fn, timeout, what, FaultError)
+
+EFFECT_POLL = 0.005  # seconds between looks at a fault's effect
+
+
+def _with_timeout(fn: Callable[[], Any], timeout: float, what: str,
+                  overran: Callable[[threading.Thread], None] | None = None) -> Any:
+    """A hang becomes a FaultError (the caller heals); `overran` is told of a worker still running."""
+    return bounded(fn, timeout, what, FaultError, overran)
 
 
 class FaultRunner:
@@ -82,30 +92,82 @@ class FaultRunner:
         if isinstance(self.env, StateBacked):  # a view without a state file of its own is healed by its owner
             base["watchdog"] = watchdog.arm(self.env.config, fid, time.time() + max_duration)
             self.env.update_fault(fid, base)
+        # The event's start is when the fault was asked for; `effective_at` when it was seen in place.
         event = self.timeline.begin("fault", kind, target=target, id=fid, max_duration=max_duration)
         ctx = Injection(base["run_id"], lambda data: self.env.update_fault(fid, {**data, **base}))
         timeouts = self.env.config.timeouts
         # A fault that waits on purpose (a drain retrying evictions) gets that wait on top.
         timeout = timeouts.fault_apply + float(getattr(fault, "waits_up_to", lambda t: 0.0)(timeouts))
+        still_running: list[threading.Thread] = []
         try:
-            data = _with_timeout(lambda: fault.inject(self.env, target, ctx), timeout, f"inject {kind} on {target}")
+            data = _with_timeout(lambda: fault.inject(self.env, target, ctx), timeout, f"inject {kind} on {target}",
+                                 still_running.append)
+            event.data["injected_at"] = self.timeline.now()
+            data = {**(data or {}), **base}
+            self.env.update_fault(fid, data)
+            self._observe_effect(fault, kind, target, data, event)
         except BaseException as e:
-            # Nothing stays half-applied: heal what may have been done, then report.
-            try:
-                fault.heal(self.env, target, self._ledger_data(fid, base))
-            finally:
-                self.env.forget_fault(fid)
-                watchdog.disarm(base.get("watchdog"))
-                self.timeline.finish(event, error=f"{type(e).__name__}: {e}")
+            self._roll_back(fault, fid, target, base, event, e, still_running[0] if still_running else None)
             if isinstance(e, HarnessError):
                 raise FaultError(f"injecting {kind} on {target} failed and was rolled back: {e}") from e
             raise
-        event.data["injected_at"] = self.timeline.now()
-        data = {**(data or {}), **base}
-        self.env.update_fault(fid, data)
         active = ActiveFault(fid, kind, target, fault, data, event)
         self.active.append(active)
         return active
+
+    def _observe_effect(self, fault: Fault, kind: str, target: str, data: dict[str, Any], event: Event) -> None:
+        """When the fault took effect, as observed (the router dropping the zone's packets, the
+        process gone), not when it was asked for: verdicts are judged from `effective_at`. A
+        fault whose effect cannot be observed is taken as in place once applied, and says so."""
+        look = getattr(fault, "effect", None)
+        if look is None:
+            event.data.update(effective_at=event.data["injected_at"],
+                              effect={"observed": False, "why": "not observable; taken as in place once applied"})
+            return
+        bound = self.env.config.timeouts.fault_effect
+        began = time.monotonic()
+        last: Any = None
+        while True:
+            try:
+                evidence = look(self.env, target, data)
+            except HarnessError as e:  # an observation that failed is no evidence
+                evidence, last = None, f"{type(e).__name__}: {e}"
+            if evidence:
+                event.data.update(effective_at=self.timeline.now(), effect={"observed": True, **evidence})
+                return
+            if time.monotonic() - began > bound:
+                raise FaultError(f"{kind} on {target} was applied, but its effect was not observed within "
+                                 f"{bound:g} s (last: {last or 'no evidence yet'})")
+            time.sleep(EFFECT_POLL)
+
+    def _roll_back(self, fault: Fault, fid: str, target: str, base: dict[str, Any], event: Event, error: BaseException,
+                   worker: threading.Thread | None) -> None:
+        """Nothing stays half-applied: heal what may have been done. An injection that overran its
+        bound may still be changing things: its ledger entry and watchdog stay until it ended and
+        was healed once more (in the background), so a crash meanwhile is still healed."""
+        self.timeline.finish(event, error=f"{type(error).__name__}: {error}")
+        try:
+            fault.heal(self.env, target, self._ledger_data(fid, base))
+        finally:
+            if worker is None:
+                self.env.forget_fault(fid)
+                watchdog.disarm(base.get("watchdog"))
+            else:
+                event.data["overran"] = True
+                threading.Thread(target=self._heal_after, args=(fault, fid, target, base, event, worker),
+                                 name=f"heal {fid} after its injection", daemon=True).start()
+
+    def _heal_after(self, fault: Fault, fid: str, target: str, base: dict[str, Any], event: Event,
+                    worker: threading.Thread) -> None:
+        worker.join()
+        try:
+            fault.heal(self.env, target, self._ledger_data(fid, base))
+        except Exception as e:  # the ledger and the watchdog keep it; `harness heal` can finish it
+            event.data["late_heal_error"] = f"{type(e).__name__}: {e}"
+            return
+        event.data["late_healed_at"] = self.timeline.now()
+        self.env.forget_fault(fid)
+        watchdog.disarm(base.get("watchdog"))
 
     def _ledger_data(self, fid: str, base: dict[str, Any]) -> dict[str, Any]:
         """What the fault recorded before it failed (heal works from partial data)."""

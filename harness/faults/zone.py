@@ -21,6 +21,10 @@ class ZoneOutage:
         assert isinstance(env, ZoneNetwork)
         return env.cut_zone(target)
 
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, ZoneNetwork)
+        return env.zone_cut_effect(target, data)
+
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         assert isinstance(env, ZoneNetwork)
         env.restore_zone(target, data)

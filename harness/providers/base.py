@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harness.errors import ConfigError
@@ -93,6 +94,9 @@ class ZoneNetwork(Protocol):
     def cut_zone(self, zone: str) -> dict[str, Any]: ...
     def restore_zone(self, zone: str, data: dict[str, Any]) -> None: ...
 
+    def zone_cut_effect(self, zone: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Evidence that the cut is in place (e.g. packets the router dropped), None while none is seen."""
+
 
 @runtime_checkable
 class NodeFailures(Protocol):
@@ -103,12 +107,18 @@ class NodeFailures(Protocol):
     def fail_node(self, node: str, mode: str) -> dict[str, Any]: ...
     def restore_node(self, node: str, data: dict[str, Any]) -> None: ...
 
+    def node_failure_effect(self, node: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Evidence that the node failed as `data` says (its processes gone or stopped, its link
+        down), None while that is not seen yet."""
+
 
 @runtime_checkable
 class MemberProcesses(Protocol):
     """Environments whose etcd members are processes the harness can kill and start."""
 
-    def kill_member(self, member: str) -> None: ...
+    def kill_member(self, member: str) -> int | None:
+        """SIGKILL the member's process; returns its pid once it is seen gone (None: none ran)."""
+
     def start_member(self, member: str) -> int: ...
 
 
@@ -118,6 +128,15 @@ class Cloud(Protocol):
 
     def aws(self) -> AwsAccess | None:
         """How to reach the account, or None when this environment has no cloud configured."""
+
+
+@runtime_checkable
+class RoutedCloud(Protocol):
+    """A cloud whose network ACLs a router of the environment enforces (the local region's local
+    cloud), so that an ACL's effect can be seen on the wire, not only in the API."""
+
+    def acl_effect(self, zone: str, acl_ids: Collection[str]) -> dict[str, Any] | None:
+        """Evidence that the zone's traffic is judged by one of `acl_ids` and was dropped; None before."""
 
 
 class Provider(Protocol):

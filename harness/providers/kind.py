@@ -94,6 +94,22 @@ class KindEnvironment(ClusterEnvironment):
     def restore_zone(self, zone: str, data: dict[str, Any]) -> None:
         self._reconnect(data.get("addresses", {}))
 
+    def zone_cut_effect(self, zone: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Docker says every node of the zone is off kind's network."""
+        nodes = list(data.get("addresses", {})) or [n.name for n in self.nodes_in(zone)]
+        still = [n for n in nodes if self._address(n) is not None]
+        return None if still else {"disconnected": nodes}
+
+    def node_failure_effect(self, node: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Docker's view of the node's container: stopped, paused, or off the network."""
+        mode = data.get("mode", "kill")
+        if mode == "link-down":
+            return None if self._address(node) is not None else {"disconnected": [node]}
+        state = json.loads(self.run(["docker", "inspect", node]))[0]["State"]
+        if mode == "freeze":
+            return {"paused": True} if state.get("Paused") else None
+        return None if state.get("Running") else {"running": False}
+
     def fail_node(self, node: str, mode: str) -> dict[str, Any]:
         if mode == "kill":
             self.run(["docker", "kill", node])

@@ -37,23 +37,24 @@ def fault_windows(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         d = e.get("data", {})
         out.append({"fault": e["name"], "target": d.get("target"), "start": e["start"], "end": e.get("end"),
-                    "injected_at": d.get("injected_at"), "healed_at": d.get("healed_at"),
+                    "injected_at": d.get("injected_at"), "effective_at": d.get("effective_at"),
+                    "effect": d.get("effect"), "healed_at": d.get("healed_at"),
                     **({"error": d["error"]} if "error" in d else {})})
     return out
 
 
 def write_unavailability(timeline: dict[str, Any], windows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The longest stretch without an acknowledged probe write overlapping the fault windows
-    (from the first fault's start to the last heal); None without faults or write probes."""
+    (from the first fault taking effect to the last heal, the stretch still open then included);
+    None without faults or write probes."""
     writes = [s for h in timeline.get("histories", []) for s in samples(h) if s.kind == "write"]
     if not windows or not writes:
         return None
-    start = min(w["injected_at"] or w["start"] for w in windows)
+    start = min(w.get("effective_at") or w["injected_at"] or w["start"] for w in windows)
     end = max((w["healed_at"] or w["end"] or max(s.end for s in writes)) for w in windows)
-    gap = longest_write_gap(writes, start, end)
-    if gap is None:
-        return {"start": start, "end": None, "length_s": None, "resumed": False}
-    return {"start": round(gap.start, 4), "end": round(gap.end, 4), "length_s": round(gap.length, 4), "resumed": True}
+    gap = longest_write_gap(writes, start, max(start, end))
+    return {"start": round(gap.start, 4), "end": round(gap.end, 4), "length_s": round(gap.length, 4),
+            "resumed": not gap.open}
 
 
 def loads(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -95,7 +95,7 @@ def _restore(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Ou
 
 @then(parsers.parse('machines can be neither created nor deleted in zone "{zone}"'))
 def _(machine_probe: MachineApiProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
-    revoked = max(f.event.data.get("injected_at", f.event.start) for f in outage.faults)
+    revoked = max(f.effective_at for f in outage.faults)
     wait_for(lambda: _kinds(machine_probe, revoked), lambda k: {"create", "delete"} <= k,
              f"the machine probe's create and delete attempts in {zone} since the revocation", 30)
     during = [s for s in machine_probe.samples if s["start"] >= revoked]

@@ -21,9 +21,10 @@ def apply_faults(etcd: EtcdMembers, faults: FaultRunner, what: list[tuple[str, s
     statuses = etcd.status()
     leader = etcd.leader(statuses)
     ids = {name: s.member_id for name, s in statuses.items() if not isinstance(s, str)}
+    terms = {s.raft_term for s in statuses.values() if not isinstance(s, str)}
     applied = [faults.inject(kind, target, options) for kind, target, options in what]
-    # From the first fault's own start: the runner's health check before it is not outage.
-    return Outage(applied, applied[0].event.start, leader, ids.get(leader or "", 0))
+    # From when the first fault took effect (observed), not when it was asked for.
+    return Outage(applied, applied[0].effective_at, leader, ids.get(leader or "", 0), max(terms, default=0))
 
 
 def _apply(etcd: EtcdMembers, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
@@ -65,11 +66,12 @@ def _restore(faults: FaultRunner, timeline: Timeline, outage: Outage, targets: l
     chosen = [f for f in outage.faults if targets is None or f.target in targets]
     if not chosen:
         raise ConfigError(f"{targets} were not taken down in this scenario; down: {outage.zones}")
-    outage.healed_at = timeline.now()
     for f in chosen:
         # Heal without waiting for full health: a quorum may still be missing on purpose.
         faults.heal(f, wait=False)
         outage.returned.append(f.target)
+    # The return is when the last heal was done, not when it was asked for.
+    outage.healed_at = timeline.now()
     return outage
 
 

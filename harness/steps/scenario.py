@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,6 +10,7 @@ from harness.faults.runner import ActiveFault
 from harness.probes.placement import PodPlacement
 from harness.providers.base import Seed
 from harness.reference.render import ReferenceSpec
+from harness.timeline import Timeline
 
 
 @dataclass
@@ -16,15 +18,25 @@ class Outage:
     """Faults applied by one When-step, and what the region looked like just before."""
 
     faults: list[ActiveFault]
-    start: float
+    start: float  # when the first fault took effect (observed), on the scenario's timeline
     leader_before: str | None
     leader_id_before: int
+    term_before: int = 0  # the highest raft term the members reported just before
     healed_at: float | None = None
     returned: list[str] = field(default_factory=list)
 
     @property
     def zones(self) -> list[str]:
         return [f.target for f in self.faults]
+
+    def window_end(self, timeline: Timeline, limit: float) -> float:
+        """The end of a window judged against `limit` seconds from the outage's start: now, but
+        not before `start + limit` (and a little), so that a gap longer than the limit has had
+        the time to show, closed or still open."""
+        wait = self.start + limit + 0.5 - timeline.now()
+        if wait > 0:
+            time.sleep(wait)
+        return timeline.now()
 
 
 @dataclass

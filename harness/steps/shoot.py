@@ -120,9 +120,9 @@ def _(shoot: Shoot, name: str) -> None:
 
 @then(parsers.parse("the shoot API is writable again within {limit:g} s of the outage"))
 def _(shoot_probe: ShootApiProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
-    gap = av.longest_write_gap(shoot_probe.history.samples, outage.start, timeline.now())
-    timeline.mark("figure", "shoot API write gap", value=gap.length if gap else None, unit="s")
-    judge.at_most(gap.length if gap else None, limit, "the shoot API's longest write gap since the outage", seen=gap)
+    gap = av.longest_write_gap(shoot_probe.history.samples, outage.start, outage.window_end(timeline, limit))
+    timeline.mark("figure", "shoot API write gap", value=gap.length, unit="s", open=gap.open)
+    judge.gap_at_most(gap, limit, "the shoot API's longest write gap since the outage took effect")
 
 
 @then("no acknowledged shoot API write is lost")

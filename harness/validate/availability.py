@@ -10,33 +10,42 @@ from harness.probes.samples import Sample
 
 @dataclass(frozen=True)
 class Gap:
-    start: float  # last acknowledged write before the gap
-    end: float  # first acknowledged write after it
+    """A stretch without an acknowledged write."""
+
+    start: float  # the last acknowledged write before it (the window's start when there was none)
+    end: float  # the first acknowledged write after it, or the window's end when none came by then
+    open: bool = False  # True: no write was acknowledged from `start` up to the window's end
 
     @property
     def length(self) -> float:
         return self.end - self.start
+
+    def describe(self) -> str:
+        if self.open:
+            return (f"no write acknowledged from {self.start:.3f} s to the end of the window at {self.end:.3f} s "
+                    f"({self.length:.3f} s, still open)")
+        return f"no write acknowledged from {self.start:.3f} s to {self.end:.3f} s ({self.length:.3f} s)"
 
 
 def acks(samples: Iterable[Sample]) -> list[float]:
     return sorted(s.end for s in samples if s.kind == "write" and s.ok)
 
 
-def longest_write_gap(samples: Iterable[Sample], start: float, end: float) -> Gap | None:
+def longest_write_gap(samples: Iterable[Sample], start: float, end: float) -> Gap:
     """The longest stretch without an acknowledged write that overlaps [start, end].
 
-    Returns None when no write was acknowledged after `start` at all (writes never resumed).
+    The stretch from the last acknowledgement to `end` counts (open): a window in which writes
+    stopped and never came back has that stretch as its longest gap, however short the gaps
+    between the acknowledgements before it were. A later gap wins only when it is longer.
     """
+    if end < start:
+        raise ValueError(f"a window ends after it starts; got [{start}, {end}]")
     times = acks(samples)
     before = [t for t in times if t <= start]
-    after = [t for t in times if start < t]
-    if not after:
-        return None
-    points = ([before[-1]] if before else [start]) + after
-    best = Gap(points[0], points[0])
+    inside = [t for t in times if start < t <= end]
+    points = ([before[-1]] if before else [start]) + inside
+    best = Gap(points[-1], end, open=True)
     for a, b in zip(points, points[1:]):
-        if a > end:
-            break
         if b - a > best.length:
             best = Gap(a, b)
     return best
@@ -73,6 +82,11 @@ def new_leader_after(
 def leader_changes(samples: Iterable[Sample], start: float, end: float) -> set[int]:
     """Leader ids reported by any member inside [start, end] (0, 'no leader', excluded)."""
     return {s.leader for s in samples if s.kind == "status" and s.ok and start <= s.start <= end and s.leader}
+
+
+def terms_seen(samples: Iterable[Sample], start: float, end: float) -> set[int]:
+    """Raft terms reported by any member inside [start, end]."""
+    return {s.term for s in samples if s.kind == "status" and s.ok and start <= s.start <= end and s.term}
 
 
 def catch_up_time(samples: Iterable[Sample], member: str, t: float, target_revision: int) -> float | None:

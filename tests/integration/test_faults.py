@@ -13,6 +13,7 @@ from harness.errors import ConfigError, FaultError
 from harness.faults.base import Injection
 from harness.faults.runner import FaultRunner, heal_everything
 from harness.faults.zone import ZoneOutage
+from harness.kube.processes import ProcessRecord
 from harness.providers.local import netns
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
@@ -93,6 +94,39 @@ def test_a_fault_that_fails_halfway_is_rolled_back(
     assert fault_tables("it") == [] and region_env.state["faults"] == [] and runner.active == []
     (event,) = timeline.find("fault")
     assert "error" in event.data and event.end is not None
+    assert reachable(region_env, "etcd-1", "zone-a")
+
+
+class LateFault(ZoneOutage):
+    """Its change lands after the runner gave up on it, as a slow AWS association swap can."""
+
+    kind: ClassVar[str] = "late"
+
+    def inject(self, env: LocalEnvironment, target: str, ctx: Injection) -> dict[str, Any]:
+        time.sleep(2.0)
+        return super().inject(env, target, ctx)
+
+
+def test_an_injection_that_overruns_its_bound_stays_tracked_until_it_ended_and_was_healed(
+    region_env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(fault_registry.FAULTS, "late", (f"{__name__}:LateFault", {}))
+    monkeypatch.setattr(region_env, "config", region_env.config.__class__(
+        **{**region_env.config.__dict__, "timeouts": region_env.config.timeouts.__class__(fault_apply=1.0)}))
+    timeline = Timeline()
+    with pytest.raises(FaultError, match="did not finish within 1.0s"):
+        FaultRunner(region_env, timeline).inject("late", "zone-b", max_duration=60.0)
+    # The injection still runs: its ledger entry and its watchdog stay.
+    (entry,) = region_env.faults()
+    dog = ProcessRecord.from_dict(entry["data"]["watchdog"]["process"])
+    assert dog.alive()
+    deadline = time.monotonic() + 10
+    while (region_env.faults() or fault_tables("it") or dog.alive()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    # It ended, applied its cut late, and was healed then: nothing is left, nothing untracked.
+    assert fault_tables("it") == [] and region_env.faults() == [] and not dog.alive()
+    (event,) = timeline.find("fault")
+    assert event.data["overran"] is True and "late_healed_at" in event.data
     assert reachable(region_env, "etcd-1", "zone-a")
 
 

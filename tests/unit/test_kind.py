@@ -59,7 +59,9 @@ def container(address: str | None = "172.30.0.3", running: bool = True, paused: 
 
 @dataclass
 class Commands:
-    """The recording runner: `run(argv) -> str`, with canned answers and failures by exact argv."""
+    """The recording runner: `run(argv) -> str`, with canned answers and failures by exact argv.
+    Disconnecting a node takes it off the network in later `docker inspect` answers and connecting
+    puts it back, as Docker does."""
 
     inspect: dict[str, dict[str, Any]] = field(default_factory=lambda: {n: container(a) for n, a in ADDRESS.items()})
     clusters: list[str] = field(default_factory=list)
@@ -73,6 +75,10 @@ class Commands:
             raise EnvironmentStateError(f"`{' '.join(argv)}` failed (1): {self.errors[tuple(argv)]}")
         if argv[:2] == ["docker", "inspect"]:
             return json.dumps([self.inspect[argv[2]]])
+        if argv[:3] == ["docker", "network", "disconnect"] and argv[-1] in self.inspect:
+            self.inspect[argv[-1]]["NetworkSettings"]["Networks"].pop(argv[3], None)
+        if argv[:3] == ["docker", "network", "connect"] and argv[3] == "--ip" and argv[-1] in self.inspect:
+            self.inspect[argv[-1]]["NetworkSettings"]["Networks"][argv[5]] = container(argv[4])["NetworkSettings"]["Networks"][NET]
         if argv == ["kind", "get", "clusters"]:
             return "".join(f"{c}\n" for c in self.clusters)
         return ""
@@ -666,6 +672,8 @@ def test_zone_outage_through_the_runner_and_healed_after_a_crash(tmp_path: Path,
     active = FaultRunner(env, Timeline()).inject("zone-outage", "zone-c")
     assert active.data["addresses"] == {f"{W}5": "172.30.0.7", f"{W}6": "172.30.0.8"}
     assert set(active.data) == {"addresses", "run_id", "watchdog"}
+    # Taken as in effect once Docker says the zone's nodes are off the network.
+    assert active.event.data["effect"] == {"observed": True, "disconnected": [f"{W}5", f"{W}6"]}
     assert [f["data"] for f in env.faults()] == [active.data]  # in the ledger, for `harness heal`
     run.argvs.clear()
     # The test process died; `harness heal` reads the ledger in another process and sweeps.

@@ -58,13 +58,30 @@ def test_an_acked_write_during_lost_quorum_is_seen() -> None:
     assert acked == 1
 
 
-def test_longest_gap_picks_the_largest_hole_and_none_when_writes_never_resume() -> None:
+def test_longest_gap_picks_the_largest_hole_and_counts_the_open_end() -> None:
     samples = [w(0, 0.1), w(0.1, 0.2), w(0.2, 1.7), w(1.7, 1.8), w(3.0, 3.1, ok=False)]
     gap = av.longest_write_gap(samples, 0.15, 2.0)
     assert gap == av.Gap(0.2, 1.7)
-    assert av.longest_write_gap(samples, 2.0, 3.0) is None
+    # Writes stopped: the stretch from the last acknowledgement to the window's end is the gap.
+    assert av.longest_write_gap(samples, 2.0, 3.0) == av.Gap(1.8, 3.0, open=True)
+    assert av.longest_write_gap(samples, 0.15, 4.0) == av.Gap(1.8, 4.0, open=True)
+    with pytest.raises(ValueError):
+        av.longest_write_gap(samples, 2.0, 1.0)
     assert av.first_ack_after(samples, 0.25) == pytest.approx(1.45)
     assert av.first_ack_after(samples, 2.0) is None
+
+
+def test_writes_that_stop_for_good_after_a_few_acks_are_a_long_open_gap() -> None:
+    """The defect this replaces: the outage stamped before the cut took effect, a few writes
+    acknowledged after the stamp, then none: the old check measured only the gaps between
+    acknowledgements and passed with a few milliseconds."""
+    h, (fault,) = recorded("leader_zone_outage")
+    elected = av.new_leader_after(h.samples, fault["start"], next(i for i, n in h.member_ids.items() if n == "etcd-0"),
+                                  h.member_ids)
+    assert elected is not None
+    cut = [s for s in h.samples if not (s.kind == "write" and s.ok and s.end > fault["start"] + 0.02)]
+    gap = av.longest_write_gap(cut, fault["start"], fault["end"])
+    assert gap.open and gap.end == fault["end"] and gap.length > fault["end"] - fault["start"] - 0.05
 
 
 def test_catch_up_needs_the_target_revision() -> None:

@@ -6,10 +6,13 @@ functions are what a zone outage or a node failure *is* locally.
 
 from __future__ import annotations
 
+import json
+import re
 import signal
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, HarnessError
 from harness.providers.local import netns
 from harness.providers.local.etcd import signal_pid
 
@@ -52,6 +55,48 @@ def cut_zone(env: LocalEnvironment, zone: str) -> dict[str, Any]:
     return {"table": table}
 
 
+def dropped_packets(ns: str, table: str) -> int | None:
+    """Packets the counters of an nft table in `ns` dropped so far; None when the table is not there."""
+    try:
+        listed = json.loads(netns.ns_run(ns, ["nft", "-j", "list", "table", "inet", table]))
+    except (HarnessError, ValueError):
+        return None
+    return sum(int(e["counter"]["packets"]) for item in listed.get("nftables", []) if "rule" in item
+               for e in item["rule"]["expr"] if "counter" in e)
+
+
+def zone_cut_effect(env: LocalEnvironment, zone: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    """The cut is in effect once the router has dropped a packet of the zone (the members'
+    heartbeats cross it every 100 ms)."""
+    table = data.get("table") or outage_table(zone)
+    dropped = dropped_packets(env.names.router, table)
+    return {"router_dropped_packets": dropped, "table": table} if dropped else None
+
+
+_CHAIN = re.compile(r"chain (\S+) \{(.*?)\n\s*\}", re.S)
+_ACL_COMMENT = re.compile(r'^\s*comment "([^"]+)"', re.M)
+_DROPPED = re.compile(r"counter packets (\d+) bytes \d+ drop")
+
+
+def acl_effect(env: LocalEnvironment, zone: str, acl_ids: Collection[str]) -> dict[str, Any] | None:
+    """The local cloud's reconciler has put one of `acl_ids` on the zone's subnet at the router
+    (the chain's comment names the ACL; nft's JSON leaves chain comments out, its text has them)
+    and the chain's rules have dropped a packet."""
+    from harness.providers.local.cloud_acl import TABLE, chain_name
+
+    try:
+        listed = netns.ns_run(env.names.router, ["nft", "list", "table", "ip", TABLE])
+    except HarnessError:
+        return None
+    mine = {chain_name(zone, egress) for egress in (True, False)}
+    chains = {name: body for name, body in _CHAIN.findall(listed) if name in mine}
+    acls = {name: (m.group(1) if (m := _ACL_COMMENT.search(body)) else None) for name, body in chains.items()}
+    if len(acls) != len(mine) or not all(a in acl_ids for a in acls.values()):
+        return None
+    dropped = sum(int(n) for body in chains.values() for n in _DROPPED.findall(body))
+    return {"router_acl": sorted({a for a in acls.values() if a}), "router_dropped_packets": dropped} if dropped else None
+
+
 def restore_zone(env: LocalEnvironment, zone: str, data: dict[str, Any]) -> None:
     netns.nft(env.names.router, remove_table(data.get("table") or outage_table(zone)), env.config.timeouts.command)
 
@@ -77,6 +122,32 @@ def fail_node(env: LocalEnvironment, node: str, mode: str) -> dict[str, Any]:
     else:
         netns.run(["ip", "-n", ns, "link", "set", "eth0", "down"], timeout=env.config.timeouts.command)
     return data
+
+
+def _proc_state(pid: int) -> str:
+    """A process's state letter from /proc ("" when it is gone; Z a zombie, T stopped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def node_failure_effect(env: LocalEnvironment, node: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    """Killed: no process of the node runs; frozen: each is stopped; link down: the link says so."""
+    ns = env.names.node_ns(node)
+    mode = data.get("mode", "kill")
+    if mode == "link-down":
+        link = netns.run(["ip", "-n", ns, "-o", "link", "show", "eth0"], check=False)
+        return {"link": "down"} if "state DOWN" in link or ",UP" not in link else None
+    states = {pid: _proc_state(pid) for pid in netns.netns_pids(ns)}
+    if mode == "freeze":
+        return {"stopped_processes": len(states)} if all(s in ("T", "t", "") for s in states.values()) else None
+    running = [pid for pid, s in states.items() if s not in ("", "Z", "X")]
+    member = data.get("member")
+    if running or (member and env.member_running(member)):
+        return None
+    return {"processes_left": 0, "member_gone": member}
 
 
 def restore_node(env: LocalEnvironment, node: str, data: dict[str, Any]) -> None:

@@ -9,12 +9,13 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Collection
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.config import Config, RegionSpec
-from harness.errors import EnvironmentStateError, PrerequisiteError, WaitTimeout
+from harness.errors import EnvironmentStateError, HarnessError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
 from harness.providers.base import KubeAccess, Member, Node, Seed, Topology
 from harness.providers.local import effects
@@ -198,8 +199,12 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         pid = self.member_pid(member)
         return pid is not None and etcdproc.alive(pid)
 
-    def kill_member(self, member: str) -> None:
+    def kill_member(self, member: str) -> int | None:
+        pid = self.member_pid(member)
         self.signal_member(member, signal.SIGKILL)
+        if pid is not None and etcdproc.alive(pid):
+            raise HarnessError(f"{member} (pid {pid}) still runs after SIGKILL")
+        return pid
 
     def signal_member(self, member: str, sig: signal.Signals) -> None:
         pid = self.member_pid(member)
@@ -225,11 +230,20 @@ class LocalEnvironment(StateBacked, EtcdMembers):
     def restore_zone(self, zone: str, data: dict[str, Any]) -> None:
         effects.restore_zone(self, zone, data)
 
+    def zone_cut_effect(self, zone: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        return effects.zone_cut_effect(self, zone, data)
+
+    def acl_effect(self, zone: str, acl_ids: Collection[str]) -> dict[str, Any] | None:
+        return effects.acl_effect(self, zone, acl_ids)
+
     def fail_node(self, node: str, mode: str) -> dict[str, Any]:
         return effects.fail_node(self, node, mode)
 
     def restore_node(self, node: str, data: dict[str, Any]) -> None:
         effects.restore_node(self, node, data)
+
+    def node_failure_effect(self, node: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        return effects.node_failure_effect(self, node, data)
 
     def sweep(self) -> list[str]:
         from harness.providers.local.kubernetes import restore_silenced, sweep_cordons

@@ -16,6 +16,14 @@ from harness.providers.local.region import EtcdMembers, LocalEnvironment
 from harness.wait import wait_for
 
 
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (Z: a zombie, dead but not reaped by its agent yet)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
 class ShootEtcd(EtcdMembers):
     """One of the shoot's etcd clusters (etcd-main, etcd-events), its members where the scheduler
     put them. The member set is taken once, while every member runs; a member that moves keeps its
@@ -86,9 +94,14 @@ class ShootEtcd(EtcdMembers):
             raise HarnessError(f"the agent of {node} runs no process for {self.namespace}/{member}")
         return int(record["process"]["pid"])
 
-    def kill_member(self, member: str) -> None:
-        """SIGKILL the member's process, as a crashing container; its pod stays."""
-        os.kill(self._pid(member), signal.SIGKILL)
+    def kill_member(self, member: str) -> int | None:
+        """SIGKILL the member's process, as a crashing container; its pod stays. Returns the pid
+        once it is gone (the node agent restarts the member under a new one)."""
+        pid = self._pid(member)
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: os.path.exists(f"/proc/{pid}") and _state(pid) != "Z", lambda there: not there,
+                 f"{member} (pid {pid}) gone after SIGKILL", self.config.timeouts.command)
+        return pid
 
     def start_member(self, member: str) -> int:
         """The node agent restarts a member that died after it was ready; wait until it answers."""
