@@ -41,6 +41,16 @@ Feature: A zone outage in a three-zone region
     And no acknowledged write of the load is lost
     And all members end with equal HashKV
 
+  Scenario: Clients in every zone share keys; losing the leader's zone loses no write and no watch event
+    Given the zone of the etcd leader is the target zone
+    And a mixed load of 300 ops/s on 20 shared keys from a client in every zone, each through its zone's member and watching it
+    When the target zone goes down for 4 s
+    And the target zone comes back
+    Then the history is linearizable
+    And every watcher saw every event in order
+    And no acknowledged write of the load is lost
+    And all members end with equal HashKV
+
   Scenario Outline: Any one zone may go down
     Given write and read probes run every 10 ms from a client in zone "<client>"
     When zone "<zone>" goes down for 3 s

@@ -103,6 +103,12 @@ class EtcdClient:
         return {base64.b64decode(kv["key"]).decode(): (int(kv["mod_revision"]), base64.b64decode(kv.get("value", "")).decode())
                 for kv in payload.get("kvs") or []}
 
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every key under `prefix`; returns how many went."""
+        payload = self.call("/v3/kv/deleterange", {"key": _b64(prefix), "range_end": prefix_end(prefix)},
+                            timeout=max(self.timeout, 5.0))
+        return int(payload.get("deleted", 0))
+
     def status(self) -> Status:
         p = self.call("/v3/maintenance/status", {})
         return Status(

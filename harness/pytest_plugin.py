@@ -409,24 +409,35 @@ def _run_name(request: pytest.FixtureRequest) -> str:
 
 class Loads:
     """Load runs a scenario started (locust, in client zones); stopped at its teardown, their
-    statistics on the timeline and their histories kept with the run's output."""
+    statistics on the timeline and their histories kept with the run's output. Runs that watch
+    are stopped behind one fence write, once every run's writers have stopped."""
 
     def __init__(self, directory: Path, timeline: Timeline) -> None:
         self.directory, self.timeline = directory, timeline
         self.runs: list[Any] = []
+        self.fence_writer: Callable[[str, str], int] | None = None
+        self.fence: dict[str, Any] | None = None
 
-    def start(self, spec: Any, netns: str | None) -> Any:
+    def start(self, spec: Any, netns: str | None, fence: Callable[[str, str], int] | None = None) -> Any:
+        """Start a run; `fence(key, value) -> revision` writes the fence its watchers are judged by."""
         from harness.load.runner import LoadRun
 
         workdir = self.directory / f"load-{len(self.runs)}"
         shutil.rmtree(workdir, ignore_errors=True)  # an earlier run of the same scenario
         run = LoadRun(spec, netns, workdir, self.timeline).start()
         self.runs.append(run)
+        self.fence_writer = fence or self.fence_writer
         run.wait_started()
         return run
 
     def stop_all(self) -> list[dict[str, Any]]:
-        return [run.stop() for run in self.runs]
+        from harness.load.runner import stop_behind_fence
+
+        for run in self.runs:
+            run.stop_writers()
+        if self.fence is None and self.fence_writer is not None and any(r.watch_proc for r in self.runs):
+            self.fence = stop_behind_fence(self.runs, self.fence_writer)
+        return [run.finish() for run in self.runs]
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ def _pids_file(env: Environment) -> Path:
 def _record(env: Environment) -> None:
     path = _pids_file(env)
     pids = {name: run.proc.pid for name, run in _running.items() if run.proc is not None and run.running()}
+    pids |= {f"{name} (watchers)": run.watch_proc.pid for name, run in _running.items() if run.watching()}
     if pids:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(pids))

@@ -31,6 +31,17 @@ class WatchEvent:
     key: str
     kind: str  # put | delete
     value: str | None
+    create_revision: int | None = None  # put: the key's create revision (== revision: a create)
+    prev_value: str | None = None  # with prev_kv: the value before this event (None: absent)
+
+
+@dataclass(frozen=True)
+class WatchResponse:
+    """One response of a watch stream: its header revision and its events (none: a progress
+    notification, which says every event up to `revision` was sent)."""
+
+    revision: int
+    events: tuple[WatchEvent, ...]
 
 
 def _wrap(write: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -44,14 +55,22 @@ def _wrap(write: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
                 if not isinstance(e, grpc.RpcError) and type(e).__module__.split(".")[0] not in LIBRARIES:
                     raise  # not a request failure: a bug to see, not a failed operation
                 code = e.code() if isinstance(e, grpc.RpcError) else None
-                # A refused connection never reached etcd; anything later may have been applied.
-                sure_not = code is not None and code.name == "UNAVAILABLE" and "connect" in str(e).lower()
+                # Only a request that provably never left is a definite failure: gRPC could not
+                # connect at all. A reset, a timeout, a closed stream came after it was sent.
+                sure_not = code is not None and code.name == "UNAVAILABLE" and never_sent(str(e))
                 raise KVError(f"{fn.__name__}: {type(e).__name__}: {str(e)[:200]}", write and not sure_not) from None
 
         call.__name__ = fn.__name__
         return call
 
     return decorate
+
+
+def never_sent(message: str) -> bool:
+    """gRPC's words for a call that found no connection to send it on (connection refused, no
+    route): not "Connection reset by peer" or "Socket closed", which come after the request left."""
+    text = message.lower()
+    return "failed to connect to all addresses" in text or "connection refused" in text
 
 
 LIBRARIES = ("pyetcd", "etcd3")  # etcd3 only for comparison (benchmarks/etcd_clients.py)
@@ -81,8 +100,9 @@ class KV:
         return int(self.client.put(key, value).header.revision), None
 
     @_wrap(write=False)
-    def get(self, key: str) -> tuple[int, str | None]:
-        response = self.client.get_response(key)
+    def get(self, key: str, serializable: bool = False) -> tuple[int, str | None]:
+        """Linearizable by default; serializable: served from the member's own state (may be stale)."""
+        response = self.client.get_response(key, serializable=serializable)
         value = response.kvs[0].value.decode() if response.count else None
         return int(response.header.revision), value
 
@@ -93,11 +113,11 @@ class KV:
         return int(response.header.revision), int(response.count)
 
     @_wrap(write=True)
-    def delete(self, key: str) -> tuple[int, str | None]:
-        """Returns the value it deleted (None: the key was absent), so a history knows what went."""
+    def delete(self, key: str) -> tuple[int, tuple[int, str | None]]:
+        """Returns (revision, (keys deleted, the value deleted)): a history knows whether it found the key."""
         response = self.client.delete(key, prev_kv=True, return_response=True)
         prev = response.prev_kvs[0].value.decode() if response.prev_kvs else None
-        return int(response.header.revision), prev
+        return int(response.header.revision), (int(response.deleted), prev)
 
     @_wrap(write=True)
     def put_if_absent(self, key: str, value: str) -> tuple[int, bool]:
@@ -113,16 +133,23 @@ class KV:
         lease = self.client.lease(ttl)
         return int(self.client.put(key, value, lease=lease).header.revision), None
 
-    def watch(self, prefix: str, start_revision: int | None = None) -> tuple[Any, Callable[[], None]]:
-        """An iterator of WatchEvents from `start_revision`, and a function that cancels it."""
-        kwargs = {"start_revision": start_revision} if start_revision else {}
-        events, cancel = self.client.watch_prefix(prefix, **kwargs)
+    def watch(self, prefix: str, start_revision: int | None = None, progress_notify: bool = True,
+              prev_kv: bool = True) -> tuple[Any, Callable[[], None]]:
+        """An iterator of WatchResponses from `start_revision`, and a function that cancels it."""
+        kwargs: dict[str, Any] = {"progress_notify": progress_notify, "prev_kv": prev_kv}
+        if start_revision:
+            kwargs["start_revision"] = start_revision
+        responses, cancel = self.client.watch_prefix_response(prefix, **kwargs)
+
+        def event(e: Any) -> WatchEvent:
+            kind = "delete" if type(e).__name__ == "DeleteEvent" else "put"
+            prev = e._event.prev_kv.value.decode() if prev_kv and e._event.HasField("prev_kv") else None
+            return WatchEvent(int(e.mod_revision), e.key.decode(), kind, e.value.decode() if kind == "put" else None,
+                              int(e.create_revision) if kind == "put" else None, prev)
 
         def convert() -> Any:
-            for e in events:
-                kind = "delete" if type(e).__name__ == "DeleteEvent" else "put"
-                value = e.value.decode() if kind == "put" else None
-                yield WatchEvent(int(e.mod_revision), e.key.decode(), kind, value)
+            for r in responses:
+                yield WatchResponse(int(r.header.revision), tuple(event(e) for e in r.events))
 
         return convert(), cancel
 

@@ -1,14 +1,21 @@
 """Locust users that drive etcd over gRPC and record every operation.
 
     locust -f loadtests/etcd.py --headless -u 20 -r 20 -t 30s --host http://A:2379,http://B:2379 \\
-        [--load-profile put|range|mixed] [--rate OPS_PER_S] [--value-size BYTES] [--history-dir DIR]
+        [--load-profile put|range|mixed] [--rate OPS_PER_S] [--value-size BYTES] [--history-dir DIR] \\
+        [--shared-keys N]
 
 Each user talks to one endpoint of `--host` (round robin over the list): the harness picks the
 endpoints, so "against the leader" or "against a follower" is a choice of host. `--rate` is the
-total the run aims for, shared by the users (locust's constant_throughput). With `--history-dir`
-every operation is written there (one file per process): client, kind, key, value, invoke and
-return times on the machine's monotonic clock, outcome (None: a write that may or may not have
-happened), revision, value read; watchers write every event they get. Written values are unique.
+total the run aims for, shared by all `-u` users of every process (locust's constant_throughput).
+With `--shared-keys N` the mixed profile reads and writes N keys that every user, of every
+process and through every member, shares: what lets a stale read or a lost write show against
+another client's operations. Reads are linearizable or serializable (recorded as such: a
+serializable read may be stale by design). With `--history-dir` every operation is written there
+(one file per process): a line when an operation is invoked (client, kind, key, value, invoke time
+on the machine's monotonic clock) and one when it returned (return time, outcome - None: a write
+that may or may not have happened -, revision, value read, keys a delete removed); an operation
+whose process stopped before it returned has only the first. Watchers write every response they
+get. Written values are unique.
 """
 
 from __future__ import annotations
@@ -37,7 +44,11 @@ def _(parser: Any) -> None:
     parser.add_argument("--key-prefix", default="/load/", help="keys are written under this prefix")
     parser.add_argument("--history-dir", default="", help="record every operation and watch event here")
     parser.add_argument("--etcd-client", choices=LIBRARIES, default="pyetcd", help="client library (comparison only)")
-    parser.add_argument("--watch-host", default="", help="with WatchUser: the endpoint the watcher uses (default: the first host)")
+    parser.add_argument("--shared-keys", type=int, default=0,
+                        help="mixed: every user reads and writes these many keys in common (0: keys of its own)")
+    parser.add_argument("--watch-host", default="",
+                        help="with WatchUser: the endpoints the watchers use, comma-separated, one watcher each "
+                             "(default: the first host)")
 
 
 class _History:
@@ -70,20 +81,31 @@ class EtcdUser(User):
         self.client_id = os.getpid() * 1000 + EtcdUser._next_id
         self.kv = KV(hosts[EtcdUser._next_id % len(hosts)], library=opts.etcd_client)
         self.seq = 0
+        self.ops = 0
         self.pad = "x" * max(0, opts.value_size - 32)
         self.written: list[str] = []
 
     def wait_time(self) -> float:  # type: ignore[override]
-        users = max(1, self.environment.runner.user_count if self.environment.runner else 1)
+        # -u is the run's total: with --processes each worker runs a share of the users, and
+        # dividing by a worker's own count would aim every worker at the whole rate.
+        users = max(1, int(getattr(self.opts, "num_users", 0) or 1))
         return constant_throughput(self.opts.rate / users)(self)
 
     def on_stop(self) -> None:
         self.kv.close()
 
     # -- one operation, timed, fired as a locust request and recorded ---------------------------
-    def _op(self, kind: str, key: str, call: Any, value: str | None = None) -> Any:
+    def _op(self, kind: str, key: str, call: Any, value: str | None = None, serializable: bool = False) -> Any:
+        self.ops += 1
         invoke = time.monotonic()
-        record: dict[str, Any] = {"client": self.client_id, "kind": kind, "key": key, "value": tag(value), "invoke": invoke}
+        record: dict[str, Any] = {"op": f"{self.client_id}-{self.ops}", "client": self.client_id, "kind": kind, "key": key,
+                                  "value": tag(value), "invoke": invoke}
+        if serializable:
+            record["serializable"] = True
+        # The invocation first: a process stopped while the request is in flight (which etcd may
+        # still apply) leaves it in the history as an operation that never returned.
+        _History.write(self.opts.history_dir, record)
+        record = {"op": record["op"]}
         try:
             result = call()
         except KVError as e:
@@ -101,6 +123,9 @@ class EtcdUser(User):
         record |= {"ret": ret, "ok": True, "revision": revision}
         if kind == "txn":  # a create-if-absent: compare "key absent", then put
             record |= {"expect": None, "succeeded": read}
+        elif kind == "delete":
+            deleted, prev = read
+            record |= {"deleted": deleted, "result": tag(prev)}
         else:
             record["result"] = tag(read) if isinstance(read, str) else read
         _History.write(self.opts.history_dir, record)
@@ -126,15 +151,20 @@ class EtcdUser(User):
             self._mixed(prefix)
 
     def _mixed(self, prefix: str) -> None:
-        """A Kubernetes-like mix: reads dominate, creates are transactions, some objects lease-bound."""
-        key = f"{prefix}{self.client_id}/{random.randrange(200):04d}"
+        """A Kubernetes-like mix: reads dominate, creates are transactions, some objects lease-bound.
+        Keys are the client's own, or with --shared-keys the ones every client shares."""
+        shared = self.opts.shared_keys
+        key = f"{prefix}shared/{random.randrange(shared):04d}" if shared else f"{prefix}{self.client_id}/{random.randrange(200):04d}"
         roll = random.random()
-        if roll < 0.30:
+        if roll < 0.25:
             self._put(key)
-        elif roll < 0.65:
+        elif roll < 0.50:
             self._op("get", key, lambda: self.kv.get(key))
-        elif roll < 0.75:
-            self._op("range", prefix, lambda: self.kv.range_prefix(f"{prefix}{self.client_id}/"))
+        elif roll < 0.65:
+            self._op("get", key, lambda: self.kv.get(key, serializable=True), serializable=True)
+        elif roll < 0.70:
+            mine = f"{prefix}shared/" if shared else f"{prefix}{self.client_id}/"
+            self._op("range", mine, lambda: self.kv.range_prefix(mine))
         elif roll < 0.85:
             self._op("delete", key, lambda: self.kv.delete(key))
         elif roll < 0.95:
@@ -146,39 +176,48 @@ class EtcdUser(User):
 
 
 class WatchUser(User):
-    """Watches the load's prefix and records every event (`locust ... EtcdUser WatchUser`). The
-    first watch starts at the revision after a read of the prefix (so the history knows where it
-    began); a broken stream resumes from the revision after the last event seen."""
+    """Watches the load's prefix and records every response (`locust ... WatchUser`), with progress
+    notifications and each event's previous value and create revision. The first watch starts
+    at the revision after a read of the prefix (so the history knows where it began); a broken
+    stream resumes from the revision after the last event seen. With several `--watch-host`
+    endpoints, one watcher per endpoint."""
 
-    fixed_count = 1
     wait_time = constant_throughput(1)
+    _next = 0
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
         self.opts = environment.parsed_options
-        self.host = self.opts.watch_host or (environment.host or "").split(",")[0]
-        self.watcher = f"{os.getpid()}-watch"
+        hosts = [h for h in (self.opts.watch_host or (environment.host or "").split(",")[0]).split(",") if h]
+        WatchUser._next += 1
+        self.host = hosts[(WatchUser._next - 1) % len(hosts)]
+        self.watcher = f"{os.getpid()}-watch-{WatchUser._next}"
         self.next_revision = 0
+        self.responses = 0
 
     @task
     def watch(self) -> None:
         kv = KV(self.host, timeout=None, library=self.opts.etcd_client)
+        write = lambda record: _History.write(self.opts.history_dir, {"watch": self.watcher, **record,  # noqa: E731
+                                                                       "at": time.monotonic()})
         try:
             if not self.next_revision:
                 revision, _ = kv.get(self.opts.key_prefix)
                 self.next_revision = revision + 1
-                marker = {"start": self.next_revision}
+                write({"prefix": self.opts.key_prefix, "start": self.next_revision, "host": self.host})
             else:
-                marker = {"resume": self.next_revision}
-            _History.write(self.opts.history_dir, {"watch": self.watcher, "prefix": self.opts.key_prefix, **marker,
-                                                   "at": time.monotonic()})
+                write({"prefix": self.opts.key_prefix, "resume": self.next_revision})
             stream, cancel = kv.watch(self.opts.key_prefix, self.next_revision)
-            for event in stream:
-                self.next_revision = event.revision + 1
-                _History.write(self.opts.history_dir, {"watch": self.watcher, "revision": event.revision, "key": event.key,
-                                                       "type": event.kind, "value": tag(event.value), "at": time.monotonic()})
+            for response in stream:
+                self.responses += 1
+                if not response.events:
+                    write({"progress": response.revision, "response": self.responses})
+                for event in response.events:
+                    self.next_revision = event.revision + 1
+                    write({"revision": event.revision, "key": event.key, "type": event.kind, "value": tag(event.value),
+                           "created": event.create_revision, "prev": tag(event.prev_value), "response": self.responses})
         except Exception as e:  # a broken stream (a cut member, a timeout) is resumed on the next task
-            _History.write(self.opts.history_dir, {"watch": self.watcher, "error": str(e)[:200], "at": time.monotonic()})
+            write({"error": str(e)[:200]})
         finally:
             kv.close()
 

@@ -1,22 +1,27 @@
 """Load in its own processes: locust, headless, inside the network namespace of a client zone.
 
 gevent's monkey-patching stays out of pytest's process, and the client's placement decides which
-traffic crosses zones. More than one core: locust's own `--processes N`. When the load stops,
-locust's statistics go on the timeline, and the recorded operations and watch events come back
-as a history (harness.load.history).
+traffic crosses zones. More than one core: locust's own `--processes N`. Watchers run in a locust
+process of their own, so that when the load stops they can be given the time to receive every
+event up to a fence write (a put made after the writers stopped) before they are stopped too: a
+watcher that went silent is then told apart from one that was merely stopped early. When the load
+stops, locust's statistics go on the timeline, and the recorded operations and watch events come
+back as a history (harness.load.history).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.errors import ConfigError, HarnessError
 from harness.timeline import Event, Timeline
@@ -33,15 +38,17 @@ class LoadSpec:
     value_size: int = 1024
     users: int = 10
     processes: int = 1  # locust --processes; 1 runs in one process
-    watch_host: str | None = None  # a watcher records every event through this member (None: no watcher)
+    watch_hosts: tuple[str, ...] = ()  # one watcher records every event through each of these members
     key_prefix: str = "/load/"
+    shared_keys: int = 0  # mixed: keys every user shares (0: each user its own)
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
             raise ConfigError(f"unknown load profile {self.profile!r}; accepted: {', '.join(PROFILES)}")
-        if self.rate <= 0 or self.users < 1 or self.processes < 1 or self.value_size < 32 or not self.hosts:
-            raise ConfigError(f"a load needs rate > 0, users and processes >= 1, values of 32 bytes or more and a "
-                              f"host; got {self}")
+        if self.rate <= 0 or self.users < 1 or self.processes < 1 or self.value_size < 32 or not self.hosts \
+                or self.shared_keys < 0:
+            raise ConfigError(f"a load needs rate > 0, users and processes >= 1, values of 32 bytes or more, a "
+                              f"host and shared keys >= 0; got {self}")
 
 
 def _locust() -> list[str]:
@@ -49,52 +56,112 @@ def _locust() -> list[str]:
     return [sys.executable, "-m", "locust"]
 
 
+FENCE_WAIT = 15.0  # seconds the watchers get to deliver the fence write
+
+
 class LoadRun:
-    """One locust run for as long as a scenario (or a CLI command) needs it."""
+    """One locust run for as long as a scenario (or a CLI command) needs it: its writers, and its
+    watchers in a process of their own."""
 
     def __init__(self, spec: LoadSpec, netns: str | None, workdir: Path, timeline: Timeline) -> None:
         self.spec, self.netns, self.workdir, self.timeline = spec, netns, workdir, timeline
         self.proc: subprocess.Popen[bytes] | None = None
+        self.watch_proc: subprocess.Popen[bytes] | None = None
         self.event: Event | None = None
+        self.fence: dict[str, Any] | None = None
+
+    @property
+    def history_dir(self) -> Path:
+        return self.workdir / "history"
+
+    def _common(self) -> list[str]:
+        s = self.spec
+        return ["--host", ",".join(s.hosts), "--load-profile", s.profile, "--rate", str(s.rate),
+                "--value-size", str(s.value_size), "--key-prefix", s.key_prefix, "--shared-keys", str(s.shared_keys),
+                "--history-dir", str(self.history_dir), "--run-time", "24h", "--only-summary", "--stop-timeout", "2"]
+
+    def _wrap(self, argv: list[str]) -> list[str]:
+        return (["ip", "netns", "exec", self.netns] if self.netns else []) + argv
 
     def argv(self) -> list[str]:
+        """The writers: locust's EtcdUser."""
         s = self.spec
-        users = s.users + (1 if s.watch_host else 0)
-        argv = [*_locust(), "-f", str(LOCUSTFILE), "--headless", "-u", str(users), "-r", str(users), "--run-time", "24h",
-                "--host", ",".join(s.hosts), "--load-profile", s.profile, "--rate", str(s.rate),
-                "--value-size", str(s.value_size), "--key-prefix", s.key_prefix,
-                "--history-dir", str(self.workdir / "history"),
-                "--csv", str(self.workdir / "locust"), "--only-summary", "--stop-timeout", "2"]
-        if s.watch_host:
-            argv += ["--watch-host", s.watch_host]
+        argv = [*_locust(), "-f", str(LOCUSTFILE), "--headless", "-u", str(s.users), "-r", str(s.users),
+                *self._common(), "--csv", str(self.workdir / "locust")]
         if s.processes > 1:
             argv += ["--processes", str(s.processes)]
-        # Without user class names locust runs them all; the watcher only when one is asked for.
-        argv += ["EtcdUser", "WatchUser"] if s.watch_host else ["EtcdUser"]
-        return (["ip", "netns", "exec", self.netns] if self.netns else []) + argv
+        return self._wrap(argv + ["EtcdUser"])
+
+    def watch_argv(self) -> list[str]:
+        """The watchers: locust's WatchUser, one per watched member."""
+        n = len(self.spec.watch_hosts)
+        return self._wrap([*_locust(), "-f", str(LOCUSTFILE), "--headless", "-u", str(n), "-r", str(n),
+                           *self._common(), "--watch-host", ",".join(self.spec.watch_hosts),
+                           "--csv", str(self.workdir / "watch"), "WatchUser"])
+
+    def _spawn(self, argv: list[str], log_name: str) -> subprocess.Popen[bytes]:
+        log = open(self.workdir / log_name, "ab")
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
     def start(self) -> LoadRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        log = open(self.workdir / "locust.log", "ab")
-        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        if self.spec.watch_hosts:  # first, so the watchers see the first writes
+            self.watch_proc = self._spawn(self.watch_argv(), "watch.log")
+        self.proc = self._spawn(self.argv(), "locust.log")
         self.event = self.timeline.begin("load", self.spec.profile, rate=self.spec.rate, hosts=list(self.spec.hosts),
-                                         netns=self.netns, processes=self.spec.processes)
+                                         netns=self.netns, processes=self.spec.processes,
+                                         watch_hosts=list(self.spec.watch_hosts), shared_keys=self.spec.shared_keys)
         return self
 
-    def stop(self, timeout: float = 20.0) -> dict[str, Any]:
-        """Stop locust (as Ctrl-C would: it writes its statistics) and return them."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+    @staticmethod
+    def _interrupt(proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
+        """As Ctrl-C would (locust writes its statistics), then SIGKILL if it does not go."""
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+    def stop_writers(self, timeout: float = 20.0) -> None:
+        self._interrupt(self.proc, timeout)
+
+    def stop_watchers(self, timeout: float = 5.0) -> None:
+        """Stop the watchers (also alone, as a client whose watch process died while writers go on)."""
+        self._interrupt(self.watch_proc, timeout)
+
+    def watchers_reached(self, revision: int) -> bool:
+        """Every watcher of this run has delivered an event at or above `revision` (True without watchers)."""
+        from harness.load.history import watchers
+
+        if self.watch_proc is None:
+            return True
+        seen = watchers(self.history_dir)
+        return len(seen) == len(self.spec.watch_hosts) and all(
+            w.events and max(e.revision for e in w.events) >= revision for w in seen)
+
+    def watching(self) -> bool:
+        return self.watch_proc is not None and self.watch_proc.poll() is None
+
+    def finish(self) -> dict[str, Any]:
+        """Stop whatever still runs; locust's statistics, also on the timeline."""
+        self.stop_writers()
+        self.stop_watchers()
         stats = self.stats()
         if self.event is not None and self.event.end is None:
-            self.timeline.finish(self.event, **stats)
+            self.timeline.finish(self.event, **stats, **({"fence": self.fence} if self.fence else {}))
         return stats
+
+    def stop(self, fence: Callable[[str, str], int] | None = None) -> dict[str, Any]:
+        """Stop one run on its own: writers, then (with watchers and `fence`) a fence write the
+        watchers are given the time to deliver, then the watchers. Returns locust's statistics."""
+        self.stop_writers()
+        if self.watch_proc is not None and fence is not None and self.fence is None:
+            stop_behind_fence([self], fence)
+        return self.finish()
 
     def stats(self) -> dict[str, Any]:
         """locust's aggregated figures from its CSV: requests, failures, ops/s, p99 (ms)."""
@@ -122,10 +189,41 @@ class LoadRun:
         deadline = time.monotonic() + timeout
         history = self.workdir / "history"
         while time.monotonic() < deadline:
-            if not self.running():
-                raise HarnessError(f"locust exited ({self.proc.returncode if self.proc else '?'}); its log: "
-                                   f"{(self.workdir / 'locust.log').read_text()[-1500:]}")
+            for proc, log in ((self.proc, "locust.log"), (self.watch_proc, "watch.log")):
+                if proc is not None and proc.poll() is not None:
+                    raise HarnessError(f"locust exited ({proc.returncode}); its log: "
+                                       f"{(self.workdir / log).read_text()[-1500:]}")
             if history.exists() and any(f.stat().st_size for f in history.glob("ops-*.jsonl")):
                 return
             time.sleep(0.1)
         raise HarnessError(f"no operation recorded within {timeout:.0f}s; locust's log is {self.workdir / 'locust.log'}")
+
+
+def stop_behind_fence(runs: list[LoadRun], put: Callable[[str, str], int]) -> dict[str, Any]:
+    """With every writer of `runs` stopped: a fence put under their prefix, recorded in the first
+    run's history like the load's own writes; then up to FENCE_WAIT s for every watcher to
+    deliver it (and so every event before it). Returns what the fence was, for the watch check:
+    {"key", "revision", "waited_s"}, or {"key", "error"} when it could not be written."""
+    first = runs[0]
+    key = f"{first.spec.key_prefix}fence/{uuid.uuid4().hex[:8]}"
+    value = f"fence-{key.rsplit('/', 1)[1]}"  # recorded as the load records its values (history.tag)
+    invoke = time.monotonic()
+    try:
+        revision = put(key, f"{value}-fence")
+    except HarnessError as e:
+        fence: dict[str, Any] = {"key": key, "error": str(e)[:300]}
+    else:
+        record = {"client": 0, "kind": "put", "key": key, "value": value, "invoke": invoke, "ret": time.monotonic(),
+                  "ok": True, "revision": revision}
+        first.history_dir.mkdir(parents=True, exist_ok=True)
+        with open(first.history_dir / "ops-fence.jsonl", "a") as f:
+            f.write(json.dumps(record) + "\n")
+        began = time.monotonic()
+        while time.monotonic() - began < FENCE_WAIT:
+            if all(r.watchers_reached(revision) or not r.watching() for r in runs):
+                break
+            time.sleep(0.2)
+        fence = {"key": key, "revision": revision, "waited_s": round(time.monotonic() - began, 2)}
+    for r in runs:
+        r.fence = fence
+    return fence

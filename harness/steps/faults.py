@@ -101,6 +101,12 @@ def _(etcd, faults, node: str) -> Outage:
     return _apply(etcd, faults, "node-kill", [node], 0)
 
 
+@when(parsers.parse('member "{member}" is killed'))
+def _(faults: FaultRunner, member: str) -> None:
+    """SIGKILL of the member's process; it stays down until the scenario ends (or `harness heal`)."""
+    faults.inject("member-kill", member)
+
+
 @when(parsers.parse('node "{node}" is drained'))
 def _(faults: FaultRunner, node: str) -> None:
     faults.inject("node-drain", node)

@@ -301,15 +301,19 @@ def check(
     timeout: float = DEFAULT_TIMEOUT_S,
     *,
     always_visualize: bool = False,
+    include_serializable: bool = False,
 ) -> Verdict:
     """Check `ops` with Porcupine; write the HTML visualisation to `visualization` if it fails.
 
     `binary`: a built porcupine-check (default: found or built by helper_binary()).
     `timeout`: seconds for the whole check; past it the verdict is "Unknown" (not ok).
+    Serializable reads may be stale by design and are left out, unless `include_serializable`
+    holds them to the linearizable standard too.
     """
     if timeout <= 0:
         raise ValueError("timeout must be positive")
     oplog.validate(ops)
+    ops = oplog.as_linearizable(ops) if include_serializable else oplog.linearizable_reads_only(ops)
     exe = helper_binary() if binary is None else binary
     if not _executable(exe):
         raise PrerequisiteError(f"the linearizability checker {exe} does not exist or is not executable")

@@ -21,6 +21,11 @@ Rules a recorder follows:
 - `result`: for a get, the value read (None: the key was absent); for a delete, the value
   it deleted when the recorder asked for prev_kv (None: nothing deleted, or not
   recorded); for a failed txn, the value its else-branch read, if it had one.
+- `deleted`: for an acknowledged delete, how many keys it removed (0: the key was already
+  absent, which is evidence too); None when not recorded.
+- `serializable`: a get served from one member's own state without consulting the leader;
+  such a read may be stale by design, so the linearizability check leaves it out unless it
+  is asked to hold it to the linearizable standard.
 - A txn is a compare-and-put: `if value(key) == expect then put(key, value)`, with
   `expect=None` meaning "the key does not exist" (create revision 0); `succeeded` is the
   response's flag. Other transactions are not modelled.
@@ -33,7 +38,7 @@ import json
 import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,6 +70,8 @@ class Op:
     result: str | None = None
     expect: str | None = None  # txn: the value compared against; None = "key absent"
     succeeded: bool | None = None  # txn: whether the comparison held
+    deleted: int | None = None  # delete: keys it removed (0: it found nothing)
+    serializable: bool = False  # get: served from the member's own state
 
     @property
     def is_write(self) -> bool:
@@ -140,6 +147,12 @@ def validate(ops: Sequence[Op]) -> None:
             problems.append(f"op #{i}: acknowledged txn without `succeeded`")
         if op.kind != "txn" and (op.expect is not None or op.succeeded is not None):
             problems.append(f"op #{i}: `expect`/`succeeded` are for txn only")
+        if op.kind != "delete" and op.deleted is not None:
+            problems.append(f"op #{i}: `deleted` is for delete only")
+        if op.kind != "get" and op.serializable:
+            problems.append(f"op #{i}: `serializable` is for get only")
+        if op.deleted == 0 and op.result is not None:
+            problems.append(f"op #{i}: a delete that removed nothing cannot have deleted {op.result!r}")
     if problems:
         more = f" (and {len(problems) - 20} more)" if len(problems) > 20 else ""
         raise MalformedHistory("malformed operation history: " + "; ".join(problems[:20]) + more)
@@ -204,7 +217,8 @@ def acknowledged_writes(ops: Iterable[Op]) -> KeyHistory:
     """Each key's revision history from the acknowledged writes that carry a revision.
 
     A put or succeeded txn is (revision, value); a delete is (revision, None) only when it
-    recorded the value it deleted (a delete of an absent key creates no revision).
+    removed the key (it recorded the value it deleted, or a count above 0; a delete of an
+    absent key creates no revision).
     """
     out: KeyHistory = {}
     for op in ops:
@@ -212,7 +226,7 @@ def acknowledged_writes(ops: Iterable[Op]) -> KeyHistory:
             continue
         if op.writes_value:
             out.setdefault(op.key, []).append((op.revision, op.value))
-        elif op.kind == "delete" and op.result is not None:
+        elif op.kind == "delete" and (op.result is not None or (op.deleted or 0) > 0):
             out.setdefault(op.key, []).append((op.revision, None))
     for versions in out.values():
         versions.sort(key=lambda rv: rv[0])
@@ -220,12 +234,30 @@ def acknowledged_writes(ops: Iterable[Op]) -> KeyHistory:
 
 
 def uncertain_deletes(ops: Iterable[Op]) -> set[str]:
-    """Keys a delete may have removed without the history showing at which revision."""
+    """Keys a delete may have removed without the history showing at which revision: an
+    indeterminate delete, or an acknowledged one that recorded neither what nor how much it
+    removed. A delete that says it removed nothing is evidence, not doubt."""
     return {
         op.key
         for op in ops
-        if op.kind == "delete" and (op.ok is None or (op.ok and (op.result is None or op.revision is None)))
+        if op.kind == "delete" and (op.ok is None or (op.ok and op.revision is None)
+                                    or (op.ok and op.result is None and op.deleted is None))
     }
+
+
+def deletes(ops: Iterable[Op]) -> list[Op]:
+    """Every delete, in the order they were sent."""
+    return sorted((op for op in ops if op.kind == "delete"), key=lambda op: op.invoke)
+
+
+def linearizable_reads_only(ops: Iterable[Op]) -> list[Op]:
+    """The history without its serializable reads (allowed to be stale)."""
+    return [op for op in ops if not op.serializable]
+
+
+def as_linearizable(ops: Iterable[Op]) -> list[Op]:
+    """The history with its serializable reads held to the linearizable standard."""
+    return [replace(op, serializable=False) if op.serializable else op for op in ops]
 
 
 def by_key(ops: Iterable[Op]) -> dict[str, list[Op]]:

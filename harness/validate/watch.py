@@ -11,11 +11,16 @@ Inputs:
 - for lost writes, the final state of the keys (key -> (mod revision, value)), read once
   the load has stopped.
 
-etcd's guarantees checked here (https://etcd.io/docs/v3.5/learning/api_guarantees/#watch-apis):
-ordered (revisions never go back; a key's revisions strictly increase), unique (no event
-twice), reliable (no event missing between the start and the last event seen), resumable
-(after a reconnect from revision r the stream continues from r, nothing repeated, nothing
-skipped); and no acknowledged write is lost. The events a watcher must see are the
+etcd's guarantees checked here (https://etcd.io/docs/v3.5/learning/api_guarantees/#watch-apis),
+as etcd's robustness suite checks them: ordered (revisions never go back; a key's revisions
+strictly increase), unique (no event twice), reliable (no event missing between the start and
+the last event seen), complete (every event up to the run's final revision arrived: a watcher
+that went silent is caught), resumable (after a reconnect from revision r the stream continues
+from r, nothing repeated, nothing skipped), atomic (the events of one revision come in one
+response), progress notifications (none claims a revision whose events had not all been sent,
+no event at or below it follows), prevKV (an event's previous value is the key's value before
+it) and isCreate (a put is a create exactly when the key was absent before it), where the
+watcher recorded them; and no acknowledged write is lost. The events a watcher must see are the
 acknowledged writes under its prefix plus every event any watcher saw under it (a write
 whose response was lost still shows up in the other watchers).
 
@@ -30,7 +35,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.validate.oplog import KeyHistory, MalformedHistory
+from harness.validate.oplog import KeyHistory, MalformedHistory, Op
 
 EventType = Literal["put", "delete"]
 
@@ -67,6 +72,23 @@ class Segment:
     events: tuple[WatchEvent, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class EventDetail:
+    """What a watcher recorded of an event besides its identity (None: not recorded)."""
+
+    response: int | None = None  # the number of the response that carried it
+    created: int | None = None  # a put's create revision (== its revision: a create)
+    prev: str | None = None  # with prev_kv: the value before it
+    prev_known: bool = False  # whether prev_kv was asked for (prev None then means "absent before")
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    at: int  # index in the record's events of the first event after the notification
+    revision: int  # every event up to this revision has been sent
+    segment: int = 0  # the stream it came on (0: the first, n: after the n-th reconnect)
+
+
 @dataclass(frozen=True)
 class WatchRecord:
     watcher: str
@@ -74,6 +96,8 @@ class WatchRecord:
     start_revision: int  # the first revision watched (header revision + 1 for a watch "from now")
     events: tuple[WatchEvent, ...]
     reconnects: tuple[Reconnect, ...] = ()
+    details: tuple[EventDetail, ...] = ()  # aligned with events, when recorded
+    progress: tuple[Progress, ...] = ()
 
     def __post_init__(self) -> None:
         at = [r.at for r in self.reconnects]
@@ -81,9 +105,14 @@ class WatchRecord:
             raise MalformedHistory(
                 f"watcher {self.watcher}: reconnect points {at} must be sorted indexes into its {len(self.events)} events"
             )
+        if self.details and len(self.details) != len(self.events):
+            raise MalformedHistory(f"watcher {self.watcher}: {len(self.details)} event details for {len(self.events)} events")
 
     def covers(self, key: str) -> bool:
         return key.startswith(self.prefix)
+
+    def detail(self, index: int) -> EventDetail:
+        return self.details[index] if self.details else EventDetail()
 
     def segments(self) -> list[Segment]:
         starts = [(0, self.start_revision)] + [(r.at, r.revision) for r in self.reconnects]
@@ -100,6 +129,8 @@ class WatchRecord:
             "start_revision": self.start_revision,
             "events": [[e.revision, e.key, e.type, e.value] for e in self.events],
             "reconnects": [[r.at, r.revision] for r in self.reconnects],
+            "details": [[d.response, d.created, d.prev, d.prev_known] for d in self.details],
+            "progress": [[p.at, p.revision, p.segment] for p in self.progress],
         }
 
     @classmethod
@@ -111,6 +142,8 @@ class WatchRecord:
                 start_revision=int(d["start_revision"]),
                 events=tuple(WatchEvent(int(r), str(k), t, v) for r, k, t, v in d["events"]),
                 reconnects=tuple(Reconnect(int(a), int(r)) for a, r in d.get("reconnects", ())),
+                details=tuple(EventDetail(*row) for row in d.get("details", ())),
+                progress=tuple(Progress(int(a), int(r), int(n)) for a, r, n in d.get("progress", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise MalformedHistory(f"malformed watch record {str(d)[:200]}: {exc!r}") from None
@@ -221,7 +254,58 @@ class LostWrite:
         return f"lost write: put {self.key!r}={self.value!r} acknowledged at revision {self.revision} is gone: {self.reason}"
 
 
-WatchAnomaly = ReorderedEvent | DuplicateEvent | MissedEvent | ResumeRepeated | ResumeSkipped | InconsistentEvent
+@dataclass(frozen=True)
+class IncompleteWatch:
+    watcher: str
+    missed: int  # events after its last one, up to the final revision, it never got
+    through_revision: int
+    last_revision: int | None  # the last revision it delivered (None: nothing at all)
+    first_missed: WatchEvent
+
+    def __str__(self) -> str:
+        last = f"its last event was @{self.last_revision}" if self.last_revision is not None else "it delivered nothing"
+        return (f"incomplete watch: watcher {self.watcher} missed {self.missed} event(s) up to the final revision "
+                f"@{self.through_revision} ({last}; first missed: {self.first_missed})")
+
+
+@dataclass(frozen=True)
+class SplitRevision:
+    watcher: str
+    event: WatchEvent
+    responses: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return (f"non-atomic watch: watcher {self.watcher} got the events of revision @{self.event.revision} in "
+                f"responses {list(self.responses)}")
+
+
+@dataclass(frozen=True)
+class BadProgress:
+    watcher: str
+    progress: int
+    event: WatchEvent
+    why: str
+
+    def __str__(self) -> str:
+        return f"progress notification @{self.progress} to watcher {self.watcher} {self.why}: {self.event}"
+
+
+@dataclass(frozen=True)
+class WrongEventDetail:
+    watcher: str
+    index: int
+    event: WatchEvent
+    what: str  # "prevKV" | "isCreate"
+    got: Any
+    expected: Any
+
+    def __str__(self) -> str:
+        return (f"wrong {self.what}: watcher {self.watcher} got {self.event} at #{self.index} with {self.what} "
+                f"{self.got!r}; the history says {self.expected!r}")
+
+
+WatchAnomaly = (ReorderedEvent | DuplicateEvent | MissedEvent | ResumeRepeated | ResumeSkipped | InconsistentEvent
+                | IncompleteWatch | SplitRevision | BadProgress | WrongEventDetail)
 
 
 # --- what must be seen -----------------------------------------------------------------------
@@ -367,8 +451,93 @@ def caught_up(
     ]
 
 
-def check_watchers(records: Sequence[WatchRecord], history: KeyHistory) -> list[WatchAnomaly]:
-    """Every watch check over every watcher, each judged against the others' events too."""
+def complete(
+    record: WatchRecord, history: KeyHistory, through_revision: int, others: Iterable[WatchRecord] = ()
+) -> list[IncompleteWatch]:
+    """Every event under the prefix after the last one delivered, up to the run's final revision,
+    arrived: a watcher that went silent (or was stopped) is one anomaly saying how many it missed.
+    (Events missing before its last one are no_gaps's.)"""
+    last = max((e.revision for e in record.events), default=None)
+    floor = record.start_revision if last is None else last + 1
+    got = {e.ident for e in record.events}
+    missed = [e for e in _covered(record, expected_events(history, [record, *others]))
+              if floor <= e.revision <= through_revision and e.ident not in got]
+    return [IncompleteWatch(record.watcher, len(missed), through_revision, last, missed[0])] if missed else []
+
+
+def atomic(record: WatchRecord) -> list[SplitRevision]:
+    """The events of one revision (a transaction's) arrive in one response of a stream."""
+    if not record.details:
+        return []
+    found = []
+    for seg in record.segments():
+        by_rev: dict[int, set[int]] = {}
+        first: dict[int, WatchEvent] = {}
+        for i, e in enumerate(seg.events, seg.offset):
+            response = record.detail(i).response
+            if response is not None:
+                by_rev.setdefault(e.revision, set()).add(response)
+                first.setdefault(e.revision, e)
+        found += [SplitRevision(record.watcher, first[rev], tuple(sorted(rs))) for rev, rs in by_rev.items() if len(rs) > 1]
+    return found
+
+
+def progress_notified(record: WatchRecord, history: KeyHistory, others: Iterable[WatchRecord] = ()) -> list[BadProgress]:
+    """A progress notification at revision R comes after every event up to R of its stream was
+    sent, and no event at or below R follows it in that stream."""
+    if not record.progress:
+        return []
+    expected = _covered(record, expected_events(history, [record, *others]))
+    segments = record.segments()
+    found = []
+    for p in record.progress:
+        if p.segment >= len(segments):
+            raise MalformedHistory(f"watcher {record.watcher}: a progress notification on stream {p.segment} of "
+                                   f"{len(segments)}")
+        seg = segments[p.segment]
+        before = {e.ident for e in record.events[seg.offset:p.at]}
+        earlier = {e.ident for e in record.events[:seg.offset]}
+        for e in record.events[p.at:seg.offset + len(seg.events)]:
+            if e.revision <= p.revision:
+                found.append(BadProgress(record.watcher, p.revision, e, "was followed by an event at or below it"))
+                break
+        for e in expected:
+            if seg.start_revision <= e.revision <= p.revision and e.ident not in before and e.ident not in earlier:
+                found.append(BadProgress(record.watcher, p.revision, e, "came before this event was sent"))
+                break
+    return found
+
+
+def event_details(record: WatchRecord, history: KeyHistory, others: Iterable[WatchRecord] = ()) -> list[WrongEventDetail]:
+    """prevKV and isCreate of each event against the key's history: the event before it in the
+    history (acknowledged writes and every watcher's events; keys start absent) says what the
+    previous value was and whether the key existed."""
+    if not record.details:
+        return []
+    per_key: dict[str, list[WatchEvent]] = {}
+    for e in sorted(expected_events(history, [record, *others]).values(), key=lambda e: e.ident):
+        per_key.setdefault(e.key, []).append(e)
+    found = []
+    for i, e in enumerate(record.events):
+        d = record.detail(i)
+        versions = per_key.get(e.key, [])
+        before = [v for v in versions if v.revision < e.revision]
+        prev = before[-1] if before else None
+        existed = prev is not None and prev.type == "put"
+        if e.type == "put" and d.created is not None and (d.created == e.revision) == existed:
+            found.append(WrongEventDetail(record.watcher, i, e, "isCreate", d.created == e.revision, not existed))
+        if d.prev_known:
+            want = prev.value if existed and prev is not None else None
+            if d.prev != want:
+                found.append(WrongEventDetail(record.watcher, i, e, "prevKV", d.prev, want))
+    return found
+
+
+def check_watchers(records: Sequence[WatchRecord], history: KeyHistory,
+                   through_revision: int | None = None) -> list[WatchAnomaly]:
+    """Every watch check over every watcher, each judged against the others' events too; with
+    `through_revision` (the final revision of the run, a fence write's), every watcher must
+    have delivered every event up to it."""
     found: list[WatchAnomaly] = []
     for n, record in enumerate(records):
         others = [r for m, r in enumerate(records) if m != n]
@@ -377,6 +546,11 @@ def check_watchers(records: Sequence[WatchRecord], history: KeyHistory) -> list[
         found += no_gaps(record, history, others)
         found += resumable(record, history, others)
         found += consistent(record, history, others)
+        found += atomic(record)
+        found += progress_notified(record, history, others)
+        found += event_details(record, history, others)
+        if through_revision is not None:
+            found += complete(record, history, through_revision, others)
     return found
 
 
@@ -386,21 +560,27 @@ def lost_writes(
     *,
     watchers: Iterable[WatchRecord] = (),
     uncertain_deletes: Collection[str] = (),
+    deletes: Sequence[Op] = (),
 ) -> list[LostWrite]:
-    """Every acknowledged put is in the final state or was superseded by a later write.
+    """Every acknowledged put is in the final state or was superseded by a later write, and no
+    delete found it gone before anything removed it.
 
     Superseded: the key's final mod revision is higher, or a later write of the key is
     known (acknowledged, or seen by a watcher). A key that is absent at the end needs a
-    known delete after the put, or a delete whose revision is unknown (`uncertain_deletes`,
-    `oplog.uncertain_deletes(ops)`).
+    known delete after the put, or an indeterminate delete (`uncertain_deletes`,
+    `oplog.uncertain_deletes(ops)`), which may take effect at any time after it was sent.
+    `deletes`: the history's deletes, in time order. An acknowledged one that found the key
+    absent, after an acknowledged put with no known delete of the key in between and no
+    indeterminate delete sent before it returned (which could have run first), found a
+    lost write.
     """
-    later: dict[str, int] = {}  # key -> highest revision of any known write
-    for key, versions in history.items():
-        for rev, _ in versions:
-            later[key] = max(later.get(key, 0), rev)
+    known: dict[str, list[tuple[int, str | None]]] = {k: list(v) for k, v in history.items()}
     for record in watchers:
         for e in record.events:
-            later[e.key] = max(later.get(e.key, 0), e.revision)
+            known.setdefault(e.key, []).append((e.revision, e.value if e.type == "put" else None))
+    for versions in known.values():
+        versions.sort(key=lambda rv: rv[0])
+    later = {key: versions[-1][0] for key, versions in known.items() if versions}
     found = []
     for key, versions in sorted(history.items()):
         for rev, value in versions:
@@ -414,4 +594,21 @@ def lost_writes(
                 found.append(LostWrite(key, rev, value, f"the key holds the older {present[1]!r} from revision {present[0]}"))
             elif present[0] == rev and present[1] != value:
                 found.append(LostWrite(key, rev, value, f"the key holds {present[1]!r} at that same revision"))
+    acked = {(key, rev) for key, versions in history.items() for rev, value in versions if value is not None}
+    doubtful: dict[str, float] = {}  # key -> when its first indeterminate delete was sent
+    for d in deletes:
+        if d.kind == "delete" and d.ok is None:
+            doubtful[d.key] = min(doubtful.get(d.key, d.invoke), d.invoke)
+    for d in deletes:
+        if d.kind != "delete" or not d.ok or d.deleted != 0 or d.revision is None:
+            continue
+        if d.key in doubtful and doubtful[d.key] < (d.ret if d.ret is not None else float("inf")):
+            continue
+        # A delete that removed nothing answers with the store's revision then, which may be
+        # that of the delete that did remove the key: events up to it, inclusive, count.
+        before = [(rev, value) for rev, value in known.get(d.key, []) if rev <= d.revision]
+        if before and before[-1][1] is not None and (d.key, before[-1][0]) in acked:
+            rev, value = before[-1]
+            found.append(LostWrite(d.key, rev, value, f"a delete at revision {d.revision} found the key already gone, "
+                                                      "with no delete of it known in between"))
     return found

@@ -207,6 +207,26 @@ def test_deletes(helper: Path) -> None:
     assert not lin.check(wrong, None, helper).ok
 
 
+def test_a_delete_that_found_nothing_says_the_key_was_absent(helper: Path) -> None:
+    """The defect this replaces: the model threw "deleted nothing" away, although the client had
+    asked for the previous value; a delete that finds an acknowledged key gone is an anomaly."""
+    found_nothing = Op(1, "delete", "k", None, 0.2, 0.3, True, 3, None, deleted=0)
+    assert lin.check([found_nothing], None, helper).ok  # the key was absent: fine
+    after_put = [put(0, "k", "a", 0.0, 0.1, rev=2), found_nothing]
+    v = lin.check(after_put, None, helper)
+    assert not v.ok and v.illegal_keys == ("k",)
+    removed_it = [put(0, "k", "a", 0.0, 0.1, rev=2), Op(1, "delete", "k", None, 0.2, 0.3, True, 3, None, deleted=1)]
+    assert lin.check(removed_it, None, helper).ok  # it removed the key; which value was not recorded
+
+
+def test_serializable_reads_are_left_out_unless_held_to_the_linearizable_standard(helper: Path) -> None:
+    stale = Op(1, "get", "k", None, 0.4, 0.5, True, 2, "a", serializable=True)  # a cut-off member's view
+    ops = [put(0, "k", "a", 0.0, 0.1, rev=2), put(0, "k", "b", 0.2, 0.3, rev=3), stale]
+    assert lin.check(ops, None, helper).ok
+    v = lin.check(ops, None, helper, include_serializable=True)
+    assert not v.ok and "stale read" in str(v)
+
+
 def test_txn_is_compare_and_put(helper: Path) -> None:
     def txn(client: int, expect: str | None, value: str, t: float, succeeded: bool | None, result: str | None = None) -> Op:
         ok = None if succeeded is None else True

@@ -221,3 +221,88 @@ def test_acknowledged_writes_from_the_oplog() -> None:
     ]
     assert oplog.acknowledged_writes(ops) == {"/a": [(2, "a1"), (3, None)], "/b": [(4, "b1")]}
     assert oplog.uncertain_deletes(ops) == {"/b"}
+
+
+# --- completeness, atomicity, progress notifications, prevKV and isCreate ------------------------
+
+
+def test_a_watcher_that_went_silent_is_incomplete_up_to_the_final_revision() -> None:
+    """The defect this replaces: each stream was judged only up to the last event it delivered,
+    so a watcher that stopped early passed every check."""
+    silent = rec(ALL[:2])
+    assert w.check_watchers([silent], HISTORY) == []  # judged only to its last event: nothing to see
+    (found,) = w.check_watchers([silent], HISTORY, through_revision=6)
+    assert str(found) == ("incomplete watch: watcher w missed 3 event(s) up to the final revision @6 (its last event "
+                          "was @3; first missed: put '/a'='a2' @4)")
+    assert w.check_watchers([rec()], HISTORY, through_revision=6) == []
+    (nothing,) = w.complete(rec(()), HISTORY, 6)
+    assert nothing.missed == 5 and "it delivered nothing" in str(nothing)
+
+
+def detailed(events: tuple[WatchEvent, ...], details: tuple[w.EventDetail, ...], progress: tuple[w.Progress, ...] = (),
+             reconnects: tuple[Reconnect, ...] = ()) -> WatchRecord:
+    return WatchRecord("w", "/", 2, events, reconnects, details, progress)
+
+
+CLEAN_DETAILS = (w.EventDetail(1, 2, None, True), w.EventDetail(2, 3, None, True), w.EventDetail(3, 2, "a1", True),
+                 w.EventDetail(4, 3, "b1", True), w.EventDetail(5, None, "a2", True))
+
+
+def test_prev_kv_and_is_create_agree_with_the_history() -> None:
+    assert w.check_watchers([detailed(ALL, CLEAN_DETAILS)], HISTORY, through_revision=6) == []
+    wrong_prev = CLEAN_DETAILS[:2] + (w.EventDetail(3, 2, "zz", True),) + CLEAN_DETAILS[3:]
+    (found,) = w.event_details(detailed(ALL, wrong_prev), HISTORY)
+    assert str(found) == ("wrong prevKV: watcher w got put '/a'='a2' @4 at #2 with prevKV 'zz'; the history says 'a1'")
+    not_a_create = (w.EventDetail(1, 9, None, True),) + CLEAN_DETAILS[1:]  # created at 9: an update, yet /a was absent
+    (found,) = w.event_details(detailed(ALL, not_a_create), HISTORY)
+    assert found.what == "isCreate" and found.expected is True
+
+
+def test_the_events_of_one_revision_come_in_one_response() -> None:
+    history: KeyHistory = {"/a": [(2, "a1")], "/b": [(2, "b1")]}
+    both = (ev(2, "/a", "a1"), ev(2, "/b", "b1"))
+    together = (w.EventDetail(1, 2, None, True), w.EventDetail(1, 2, None, True))
+    assert w.atomic(detailed(both, together)) == []
+    split = (w.EventDetail(1, 2, None, True), w.EventDetail(2, 2, None, True))
+    (found,) = w.atomic(detailed(both, split))
+    assert str(found) == "non-atomic watch: watcher w got the events of revision @2 in responses [1, 2]"
+    assert w.check_watchers([detailed(both, together)], history) == []
+
+
+def test_a_progress_notification_must_not_run_ahead_of_the_events() -> None:
+    good = detailed(ALL, CLEAN_DETAILS, (w.Progress(3, 4),))  # after @2, @3, @4: everything to 4 was sent
+    assert w.progress_notified(good, HISTORY) == []
+    early = detailed(ALL, CLEAN_DETAILS, (w.Progress(2, 4),))  # claims @4 while @4 had not been sent
+    found = w.progress_notified(early, HISTORY)
+    assert [f.why for f in found] == ["was followed by an event at or below it", "came before this event was sent"]
+    assert "progress notification @4 to watcher w" in str(found[0])
+
+
+def test_details_survive_json() -> None:
+    record = detailed(ALL, CLEAN_DETAILS, (w.Progress(3, 4),))
+    assert WatchRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+
+
+def test_a_delete_that_found_an_acknowledged_key_gone_is_a_lost_write() -> None:
+    """The defect this replaces: a delete that found nothing made its key "uncertain" forever,
+    which excused every lost write of that key."""
+    history: KeyHistory = {"/c": [(3, "c1")]}
+    put_c = Op(0, "put", "/c", "c1", 0.0, 0.1, True, 3)
+    empty = Op(1, "delete", "/c", None, 0.5, 0.6, True, 5, None, deleted=0)
+    ops = [put_c, empty]
+    assert oplog.uncertain_deletes(ops) == set()  # found nothing: evidence, not doubt
+    found = w.lost_writes(history, {}, uncertain_deletes=oplog.uncertain_deletes(ops), deletes=oplog.deletes(ops))
+    assert [f.reason for f in found] == ["the key is absent at the end and no delete after it is known",
+                                         "a delete at revision 5 found the key already gone, with no delete of it known "
+                                         "in between"]
+    # An indeterminate delete sent before it returned could have removed the key first.
+    doubt = Op(2, "delete", "/c", None, 0.4, None, None)
+    assert w.lost_writes(history, {}, uncertain_deletes={"/c"}, deletes=oplog.deletes(ops + [doubt])) == []
+    # One sent only after it returned could not.
+    late = Op(2, "delete", "/c", None, 0.7, None, None)
+    (found,) = w.lost_writes(history, {}, uncertain_deletes={"/c"}, deletes=oplog.deletes(ops + [late]))
+    assert "found the key already gone" in found.reason
+    # A delete known in between (a watcher saw it) explains the empty one; so does one at the
+    # very revision the empty delete answered with (it came right after it, finding nothing).
+    assert w.lost_writes(history, {}, watchers=[rec((ev(3, "/c", "c1"), ev(4, "/c")))], deletes=oplog.deletes(ops)) == []
+    assert w.lost_writes(history, {}, watchers=[rec((ev(3, "/c", "c1"), ev(5, "/c")))], deletes=oplog.deletes(ops)) == []

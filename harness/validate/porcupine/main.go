@@ -75,9 +75,10 @@ type input struct {
 type output struct {
 	unknown   bool   // indeterminate write: no response
 	rev       int64  // header revision; 0 = not recorded
-	hasResult bool   // get: always; delete: the deleted value was recorded; txn: the else read was recorded
+	hasResult bool   // get: always; delete: what it removed was recorded; txn: the else read was recorded
 	found     bool   // the key existed (get, txn else read) / something was deleted (delete)
 	value     string // the value read or deleted
+	anyValue  bool   // delete: it removed the key, but which value was not recorded
 	succeeded bool   // txn
 }
 
@@ -96,7 +97,7 @@ func readMatches(s state, out output) bool {
 	if out.found != s.exists {
 		return false
 	}
-	return !out.found || out.value == s.value
+	return !out.found || out.anyValue || out.value == s.value
 }
 
 // A read at header revision R cannot have seen a write of a later revision.
@@ -185,6 +186,12 @@ func describeOperation(in, out interface{}) string {
 	case kindDelete:
 		if o.unknown {
 			return fmt.Sprintf("delete(%s) -> ? (indeterminate)", quote(i.key))
+		}
+		if o.hasResult && !o.found {
+			return fmt.Sprintf("delete(%s) -> deleted nothing%s", quote(i.key), revSuffix(o))
+		}
+		if o.hasResult && o.anyValue {
+			return fmt.Sprintf("delete(%s) -> deleted the key%s", quote(i.key), revSuffix(o))
 		}
 		if o.hasResult {
 			return fmt.Sprintf("delete(%s) -> deleted %s%s", quote(i.key), describeRead(o), revSuffix(o))
@@ -288,6 +295,7 @@ type row struct {
 	result    *string
 	expect    *string
 	succeeded *bool
+	deleted   *int64
 }
 
 func asString(v interface{}) (*string, error) {
@@ -381,6 +389,12 @@ func decodeRow(fields []string, values []interface{}) (row, error) {
 			if n, err = asNumber(v); n != nil {
 				rev := int64(*n)
 				r.revision = &rev
+			}
+		case "deleted":
+			var n *float64
+			if n, err = asNumber(v); n != nil {
+				d := int64(*n)
+				r.deleted = &d
 			}
 		case "ok":
 			r.ok, err = asBool(v)
@@ -487,7 +501,12 @@ func prepare(log oplog) (prepared, error) {
 			case kindGet:
 				out.hasResult, out.found, out.value = true, r.result != nil, str(r.result)
 			case kindDelete:
-				out.hasResult, out.found, out.value = r.result != nil, r.result != nil, str(r.result)
+				if r.deleted != nil { // a count says whether the key was there, even when it removed nothing
+					out.hasResult, out.found = true, *r.deleted > 0
+					out.value, out.anyValue = str(r.result), r.result == nil
+				} else {
+					out.hasResult, out.found, out.value = r.result != nil, r.result != nil, str(r.result)
+				}
 			case kindTxn:
 				out.succeeded = r.succeeded != nil && *r.succeeded
 				if !out.succeeded && r.result != nil {

@@ -1,0 +1,52 @@
+"""When-steps for other clients: what a client outside the harness's histories does to the same
+keys (an operator's script, another controller). The harness's checks must tell its own
+acknowledged writes gone, or values it never wrote read back, whoever caused it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pytest_bdd import parsers, when
+
+from harness.probes.availability import AvailabilityProbe
+from harness.providers.local.region import EtcdMembers
+from harness.timeline import Timeline
+
+
+def _client_of(etcd: EtcdMembers, zone: str | None = None) -> Any:
+    zone = zone or etcd.zones[0]
+    member = next((m for m in etcd.members if m.zone == zone), etcd.members[0])
+    return etcd.client(member.name, zone, timeout=5.0)
+
+
+@when("another client deletes the probe's keys")
+def _(etcd: EtcdMembers, probe: AvailabilityProbe, timeline: Timeline) -> None:
+    client = _client_of(etcd, probe.via_zone)
+    try:
+        gone = client.delete_prefix(probe.history.prefix)
+    finally:
+        client.close()
+    timeline.mark("client", "another client deleted the probe's keys", deleted=gone)
+
+
+@when("another client deletes the load's keys")
+def _(etcd: EtcdMembers, loads: Any, timeline: Timeline) -> None:
+    client = _client_of(etcd)
+    try:
+        gone = sum(client.delete_prefix(p) for p in sorted({run.spec.key_prefix for run in loads.runs}))
+    finally:
+        client.close()
+    timeline.mark("client", "another client deleted the load's keys", deleted=gone)
+
+
+@when(parsers.parse("a client the history does not know writes the load's {keys:d} shared keys"))
+def _(etcd: EtcdMembers, loads: Any, timeline: Timeline, keys: int) -> None:
+    prefix = loads.runs[0].spec.key_prefix
+    client = _client_of(etcd)
+    try:
+        for i in range(keys):
+            client.put(f"{prefix}shared/{i:04d}", f"unknown-{uuid.uuid4().hex[:8]}-x")
+    finally:
+        client.close()
+    timeline.mark("client", "a client outside the history wrote the load's keys", keys=keys)

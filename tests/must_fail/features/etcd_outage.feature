@@ -1,0 +1,84 @@
+@outage
+Feature: False statements about zone outages, judged on real runs
+  Every scenario ends in one Then-step that states something false about what just happened;
+  every step before it holds. The line after each Scenario says the message its failure must
+  carry. (tests/must_fail/test_must_fail.py runs them and holds each to both.)
+
+  Background:
+    Given a healthy region with 3 etcd members spread over 3 zones
+
+  Scenario: Writes resume within 3 s while two of three zones stay down
+    Fails with: write-unavailability window since the outage took effect: expected at most 3.000s
+    Given write and read probes run every 10 ms from a client in zone "zone-c"
+    When zones "zone-a" and "zone-b" go down for 1 s
+    Then writes resume within 3 s of the outage
+
+  Scenario: The longest write gap is under 1 s while quorum is gone for 2 s
+    Fails with: longest write gap during the outage: expected at most 1.000s
+    Given write and read probes run every 10 ms from a client in zone "zone-c"
+    When zones "zone-a" and "zone-b" go down for 2 s
+    Then the longest write gap during the outage is under 1 s
+
+  Scenario: The leader stays when its own zone goes down
+    Fails with: leaders reported during the outage
+    Given the zone of the etcd leader is the target zone
+    And write and read probes run every 10 ms from a client in another zone
+    When the target zone goes down for 3 s
+    Then the etcd leader does not change
+
+  Scenario: A new leader is elected when only a follower's zone went down
+    Fails with: time to a new leader: expected at most 2.000s, but it never happened
+    Given a zone without the etcd leader is the target zone
+    And write and read probes run every 10 ms from a client in another zone
+    When the target zone goes down for 1 s
+    Then a new leader is elected in a surviving zone within 2 s
+
+  Scenario: A leader exists among the survivors of two lost zones
+    Fails with: the surviving members agree on a leader in a surviving zone
+    Given write and read probes run every 10 ms from a client in zone "zone-c"
+    When zones "zone-a" and "zone-b" go down for 1 s
+    Then a leader exists in a surviving zone
+
+  Scenario: Linearizable writes fail while only one zone is down
+    Fails with: writes acknowledged without quorum
+    Given write and read probes run every 10 ms from a client in zone "zone-c"
+    When zone "zone-a" goes down for 2 s
+    Then linearizable writes fail during the outage
+
+  Scenario: Serializable reads are served by a frozen member
+    Fails with: every serializable read of etcd-2 served while quorum was lost
+    Given write and read probes run every 10 ms from a client in zone "zone-a"
+    When node "zone-c-1" freezes for 2 s
+    Then serializable reads from the member in zone "zone-c" are still served
+
+  Scenario: Writes resume after a zone returns whose member is dead
+    Fails with: time from the zone's return to the first acknowledged write: expected at most 3.000s, but it never happened
+    Given write and read probes run every 10 ms from a client in zone "zone-c"
+    When zones "zone-a" and "zone-b" go down for 1 s
+    And member "etcd-0" is killed
+    And zone "zone-a" comes back
+    Then writes resume within 3 s of its return
+
+  Scenario: A returning zone's member catches up although it is dead
+    Fails with: catch-up of etcd-0 to revision
+    Given write and read probes run every 10 ms from a client in zone "zone-c"
+    When zone "zone-a" goes down for 1 s
+    And member "etcd-0" is killed
+    And zone "zone-a" comes back
+    Then its member catches up within 3 s
+
+  Scenario: A member catches up whose process died while its node was frozen
+    Fails with: catch-up of etcd-1 to revision
+    Given write and read probes run every 10 ms from a client in zone "zone-a"
+    When node "zone-b-1" freezes for 1 s
+    And member "etcd-1" is killed
+    And node "zone-b-1" comes back
+    Then member "etcd-1" catches up within 3 s
+
+  Scenario: No acknowledged probe write is lost after another client deleted them
+    Fails with: acknowledged writes missing on etcd-0
+    Given write and read probes run every 10 ms from a client in zone "zone-a"
+    When zone "zone-b" goes down for 1 s
+    And zone "zone-b" comes back
+    And another client deletes the probe's keys
+    Then no acknowledged write is lost
