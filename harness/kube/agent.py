@@ -37,6 +37,8 @@ from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
 
 # Pods of a StatefulSet get a fixed address in their zone: <zone subnet>.<IP_BASE + ordinal>. A
 # member pinned to its zone by its volume keeps its peer address wherever it is rescheduled.
+# kube-apiserver pods: the zones whose etcd members it is given (default: every member).
+ETCD_ZONES_ANNOTATION = "ha-harness/etcd-zones"
 IP_BASE_ANNOTATION = "ha-harness/ip-base"
 PKI_SECRET = "ha-harness-shoot-pki"
 REQUEST_TIMEOUT = 2.0
@@ -307,7 +309,11 @@ class Agent:
         # Every member's client URL, as etcd-main's client Service would reach them all: an
         # apiserver started with the members known so far keeps that list for its lifetime, and
         # loses etcd when those few are cut off while the others are fine.
-        main, events = self._client_urls(ns, "etcd-main"), self._client_urls(ns, "etcd-events")
+        # A reference rendered to reproduce a misconfiguration names the zones whose members its
+        # apiservers know (the rest are left out, as a list taken too early leaves them out).
+        only = (pod.metadata.annotations or {}).get(ETCD_ZONES_ANNOTATION)
+        zones = set(only.split(",")) if only else None
+        main, events = self._client_urls(ns, "etcd-main", zones), self._client_urls(ns, "etcd-events", zones)
         if not main:
             raise NotYet("no etcd-main member is scheduled yet")
         overrides = [f"--etcd-servers-overrides=/events#{';'.join(events)}"] if events else []
@@ -321,10 +327,10 @@ class Agent:
             "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC", "--profiling=false",
         ]
 
-    def _client_urls(self, namespace: str, sts: str) -> list[str]:
-        """Client URLs of every member of a StatefulSet; a member whose zone is not known yet is
-        waited for, unless the scheduler has given up on it (a member that cannot be placed at all
-        must not keep the apiservers down)."""
+    def _client_urls(self, namespace: str, sts: str, zones: set[str] | None = None) -> list[str]:
+        """Client URLs of every member of a StatefulSet (only those in `zones`, when given); a member
+        whose zone is not known yet is waited for, unless the scheduler has given up on it (a member
+        that cannot be placed at all must not keep the apiservers down)."""
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -340,7 +346,8 @@ class Agent:
         for k in range(spec.replicas or 0):
             zone = self._zone_of(namespace, f"{sts}-{k}")
             if zone is not None:
-                urls.append(f"http://{self.subnets[zone]}.{int(base) + k}:2379")
+                if zones is None or zone in zones:
+                    urls.append(f"http://{self.subnets[zone]}.{int(base) + k}:2379")
             elif not self._unschedulable(namespace, f"{sts}-{k}"):
                 raise NotYet(f"member {sts}-{k} is not scheduled yet, so its address is not known")
         return urls

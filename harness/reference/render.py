@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.kube.agent import IP_BASE_ANNOTATION
+from harness.kube.agent import ETCD_ZONES_ANNOTATION, IP_BASE_ANNOTATION
 from harness.kube.controlplane import AGENT_LABEL
 from harness.reference import conventions as conv
 from harness.reference.components import COMPONENTS, CONTROLPLANE_ROLE, ETCDS, Component
@@ -53,6 +53,9 @@ class ReferenceSpec:
     storage_class: str | None = DEFAULT_STORAGE_CLASS  # None: the cluster's default class
     # Local seed: etcd and kube-apiserver pods run as real processes under the node agents.
     real: bool = False
+    # Running for real only: the zones whose etcd members the kube-apiservers are given (empty:
+    # all). Reproduces apiservers started with the members scheduled at that moment only.
+    apiserver_etcd_zones: tuple[str, ...] = ()
     zones: tuple[str, ...] = field(init=False)  # the zones the control plane uses
 
     def __post_init__(self) -> None:
@@ -135,6 +138,8 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
         pod_meta["labels"][AGENT_LABEL] = c.runs_as
         if c.ip_base is not None:
             pod_meta["annotations"] = {IP_BASE_ANNOTATION: str(c.ip_base)}
+        if c.name == "kube-apiserver" and spec.apiserver_etcd_zones:
+            pod_meta.setdefault("annotations", {})[ETCD_ZONES_ANNOTATION] = ",".join(spec.apiserver_etcd_zones)
     workload: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": c.kind,

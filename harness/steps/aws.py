@@ -16,7 +16,7 @@ from harness.providers.local.region import EtcdMembers
 from harness.steps.faults import apply_faults
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
-from harness.wait import wait_for
+from harness.wait import first_within, wait_for
 
 _DENIED = ("AccessDenied", "UnauthorizedOperation", "AuthFailure")
 
@@ -71,25 +71,28 @@ def _(etcd: EtcdMembers, faults: FaultRunner, node: str, mode: str) -> Outage:
 
 @when("the network ACLs and the machine credentials are restored", target_fixture="outage")
 def _(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
-    return _restore(env, faults, timeline, outage)
+    return _restore(env, faults, timeline, outage, ("aws-zone-outage", "aws-revoke-credentials"))
 
 
 @when("the network ACLs are restored", target_fixture="outage")
 def _(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
-    return _restore(env, faults, timeline, outage)
+    """Only the ACLs: revoked credentials stay revoked."""
+    return _restore(env, faults, timeline, outage, ("aws-zone-outage",))
 
 
 @when("the instance is started again", target_fixture="outage")
 def _(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
-    return _restore(env, faults, timeline, outage)
+    return _restore(env, faults, timeline, outage, ("aws-instance-stop", "aws-instance-terminate", "aws-instance-reboot"))
 
 
-def _restore(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
-    outage.healed_at = timeline.now()
-    for f in outage.faults:
+def _restore(env, faults: FaultRunner, timeline: Timeline, outage: Outage, kinds: tuple[str, ...]) -> Outage:
+    chosen = [f for f in outage.faults if f.kind in kinds and f in faults.active]
+    judge.holds(bool(chosen), f"a fault of {', '.join(kinds)} to restore", seen=[f.kind for f in outage.faults])
+    for f in chosen:
         faults.heal(f, wait=False)  # quorum may still be catching up; later steps judge it
         if f.target in env.zones:
             outage.returned.append(f.target)
+    outage.healed_at = timeline.now()  # when the last heal was done
     return outage
 
 
@@ -107,9 +110,14 @@ def _(machine_probe: MachineApiProbe, outage: Outage, timeline: Timeline, zone: 
 def _(machine_probe: MachineApiProbe, outage: Outage, zone: str, seconds: float) -> None:
     assert outage.healed_at is not None, "nothing was restored in this scenario"
     healed = outage.healed_at
-    wait_for(lambda: {s["kind"] for s in machine_probe.samples if s["ok"] and s["start"] >= healed},
-             lambda k: {"create", "delete"} <= k, f"a machine created and one deleted in {zone} after the restore",
-             seconds)
+
+    def done() -> set[str] | None:
+        kinds = {s["kind"] for s in machine_probe.samples if s["ok"] and s["start"] >= healed}
+        return kinds if {"create", "delete"} <= kinds else None
+
+    found = first_within(done, f"a machine created and one deleted in {zone} after the restore", seconds)
+    judge.holds(found is not None, f"a machine created and one deleted in {zone} within {seconds:g} s of the restore",
+                seen=[s for s in machine_probe.samples if s["start"] >= healed][-6:])
 
 
 def _kinds(probe: MachineApiProbe, since: float) -> set[str]:

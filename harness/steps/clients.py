@@ -50,3 +50,16 @@ def _(etcd: EtcdMembers, loads: Any, timeline: Timeline, keys: int) -> None:
     finally:
         client.close()
     timeline.mark("client", "a client outside the history wrote the load's keys", keys=keys)
+
+
+@when("another client deletes the shoot API probe's ConfigMaps")
+def _(shoot_probe: Any, timeline: Timeline) -> None:
+    from harness.probes.shoot_api import NAMESPACE, PROBE_LABEL
+
+    client = shoot_probe.client()
+    try:
+        client.call("DELETE", f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+                              f"?labelSelector={PROBE_LABEL}%3D{shoot_probe.history.prefix[:-1]}")
+    finally:
+        client.close()
+    timeline.mark("client", "another client deleted the shoot API probe's ConfigMaps")

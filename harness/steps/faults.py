@@ -80,6 +80,11 @@ def _(outage: Outage, seconds: float) -> None:
     time.sleep(seconds)
 
 
+@when(parsers.parse("{seconds:g} s pass"))
+def _(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 @when("the target zone comes back", target_fixture="outage")
 def _(faults, timeline, outage: Outage) -> Outage:
     return _restore(faults, timeline, outage, None)

@@ -139,12 +139,11 @@ def _(shoot: Shoot, datatable: list[list[str]], limit: float) -> None:
 def _(env: Environment, seed: Seed, limit: float, host: str) -> None:
     names = {n.name for n in env.host(host)}  # type: ignore[attr-defined]
 
-    def still_ready() -> list[str] | None:
-        ready = [v.name for v in cluster.node_views(cluster.connect(seed.kube)) if v.name in names and v.ready]
-        return None if ready else ready
+    def still_ready() -> list[str]:
+        return [v.name for v in cluster.node_views(cluster.connect(seed.kube)) if v.name in names and v.ready]
 
-    first_within(lambda: True if still_ready() is None else None, f"the nodes of {host} to turn NotReady", limit)
-    judge.none_of(still_ready() or [], f"nodes of host {host} still Ready after {limit:g} s")
+    first_within(lambda: True if not still_ready() else None, f"the nodes of {host} to turn NotReady", limit)
+    judge.none_of(still_ready(), f"nodes of host {host} still Ready after {limit:g} s")
 
 
 @then(parsers.parse("within {limit:g} s {count:d} {name} members are not Ready"))

@@ -29,6 +29,11 @@ from harness.wait import first_within
 def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str) -> Shoot:
     spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
                          storage_class=seed.storage_class, real=True)
+    return _run_for_real(shoots, probes, timeline, seed, env, spec)
+
+
+def _run_for_real(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment,
+                  spec: ReferenceSpec) -> Shoot:
     shoot = shoots.deploy(seed, spec)
     # Pods per zone and phase on the timeline until the scenario ends (the report's pods panel).
     probes.add(PodPhaseSampler.of_seed(seed.kube, spec.namespace, timeline).start())
@@ -37,6 +42,17 @@ def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment
     for view in shoot.etcds.values():
         view.wait_healthy()
     return shoot
+
+
+@given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real, '
+                     'its kube-apiservers given only the etcd members in zone "{zone}"'), target_fixture="shoot")
+def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
+      zone: str) -> Shoot:
+    """The configuration an apiserver started with the members scheduled at that moment had: it
+    keeps that list for its lifetime and loses etcd when those members are cut off."""
+    spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
+                         storage_class=seed.storage_class, real=True, apiserver_etcd_zones=(env.zone(zone),))
+    return _run_for_real(shoots, probes, timeline, seed, env, spec)
 
 
 @given(parsers.re(r"(?P<name>etcd-[a-z]+) of the shoot control plane is the etcd under test"), target_fixture="etcd")
@@ -102,9 +118,14 @@ def _(shoot: Shoot, outage: Outage, name: str, count: str) -> None:
     view = shoot.etcds[component(name).name]
     survivors = [m.name for m in view.members if m.zone not in outage.zones]
     judge.equal(len(survivors), int(count), f"{name} members outside the zones that are down")
-    statuses = view.wait_members(members=survivors)
-    leader = view.leader({n: statuses[n] for n in survivors})
-    judge.holds(leader in survivors, f"{name}'s surviving members agree on a leader among them", seen=leader)
+
+    def leader() -> str | None:
+        statuses = view.status()
+        found = view.leader({n: statuses[n] for n in survivors})
+        return found if found in survivors else None
+
+    found = first_within(leader, f"{name}'s surviving members to agree on a leader", view.config.timeouts.member_ready)
+    judge.holds(found is not None, f"{name}'s surviving members agree on a leader among them", seen=view.status())
 
 
 @then(parsers.re(r"(?P<name>etcd-[a-z]+) members end with equal HashKV"))

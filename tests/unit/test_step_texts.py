@@ -13,6 +13,7 @@ from pytest_bdd.parser import FeatureParser
 from harness.steps import STEP_MODULES
 
 FEATURES = Path(__file__).parents[2] / "features"
+MUST_FAIL = Path(__file__).parents[1] / "must_fail" / "features"
 
 
 def _definitions() -> list[tuple[str, object, str]]:
@@ -27,12 +28,12 @@ def _definitions() -> list[tuple[str, object, str]]:
 
 def _steps() -> list[tuple[str, str, str]]:
     out = []
-    for path in sorted(FEATURES.glob("*.feature")):
-        feature = FeatureParser(str(FEATURES), path.name).parse()
+    for path in sorted([*FEATURES.glob("*.feature"), *MUST_FAIL.glob("*.feature")]):
+        feature = FeatureParser(str(path.parent), path.name).parse()
         for scenario in feature.scenarios.values():
             rows = [dict(zip(e.example_params, r)) for e in scenario.examples for r in e.examples] or [{}]
             for row in rows:
-                for step in [*scenario.all_background_steps, *scenario.steps]:
+                for step in scenario.steps:  # the background's included
                     text = re.sub(r"<(\w[\w ]*)>", lambda m: row.get(m.group(1), m.group(0)), step.name)
                     out.append((step.type, text, f"{path.name}:{step.line_number}"))
     return out

@@ -1,0 +1,49 @@
+@gep20
+Feature: False statements about GEP-20's experiment, judged with the reference control plane running for real
+  The last step of each scenario is false about the run before it; the "Fails with:" line is
+  what its failure must say.
+
+  Scenario: The nodes of a zone nobody cut off turn NotReady
+    Fails with: nodes of zone-a still Ready or not tainted unreachable after 5 s
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    Then within 5 s the nodes of zone "zone-a" are NotReady and tainted unreachable
+
+  Scenario: etcd-main keeps quorum with two members when two zones are down
+    Fails with: etcd-main members outside the zones that are down
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    When zones "zone-a" and "zone-b" go down for 1 s
+    Then etcd-main keeps quorum with 2 members
+
+  Scenario: Every pod runs again while the zone stays down
+    Fails with: pods not Running and ready after 5 s
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    When zone "zone-a" goes down
+    Then within 60 s the pods of the shoot control plane are
+      | component   | zone   | phase   |
+      | etcd-main   | zone-b | Running |
+      | etcd-main   | zone-c | Running |
+      | etcd-main   | -      | Pending |
+    And within 5 s every pod of the shoot control plane is Running
+
+  Scenario: The member leaves its failed node at once
+    Fails with: etcd-main members still bound to
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    When the node of the etcd-main member in zone "zone-b" fails
+    Then within 2 s no etcd-main member runs on the failed node
+
+  Scenario: The shoot API stays writable although its apiservers know only the members of the lost zone
+    The configuration the harness found: kube-apiservers started with only the etcd members
+    scheduled at that moment keep that list, and lose etcd when those members are cut off.
+    Fails with: the shoot API's longest write gap since the outage took effect: expected at most 5.000s
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real, its kube-apiservers given only the etcd members in zone "zone-a"
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "zone-b"
+    When zone "zone-a" goes down
+    Then the shoot API is writable again within 5 s of the outage
+
+  Scenario: No acknowledged shoot API write is lost although another client deleted them
+    Fails with: acknowledged shoot API writes missing
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "zone-b"
+    When 2 s pass
+    And another client deletes the shoot API probe's ConfigMaps
+    Then no acknowledged shoot API write is lost
