@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--nodes-per-zone", type=int, help="nodes in each zone (default: 2)")
     up.add_argument("--hosts-per-zone", type=int, help="physical hosts per zone; nodes share them round-robin (default: not modelled)")
     up.add_argument("--etcd-bin", help="etcd binary (default: ETCD_BIN or `etcd` on PATH)")
+    up.add_argument("--data-on-disk", action="store_true", default=None,
+                    help="etcd's data on a real filesystem ([paths] disk_data_dir) instead of tmpfs, where fsync costs "
+                         "nothing")
     up.add_argument("--kubernetes", action="store_true",
                     help="also start the local seed: a Kubernetes control plane with one kwok node per region node "
                          "(binaries built from pinned Go modules on first use), its context merged into the kubeconfig")
@@ -123,7 +126,7 @@ def _config(args: argparse.Namespace) -> Config:
             overrides[key] = value
     if args.command == "up":
         for key, value in (("members", args.members), ("layout", args.layout), ("nodes_per_zone", args.nodes_per_zone),
-                           ("hosts_per_zone", args.hosts_per_zone)):
+                           ("hosts_per_zone", args.hosts_per_zone), ("data_on_disk", args.data_on_disk)):
             if value is not None:
                 overrides[f"region.{key}"] = value
         if args.zones:

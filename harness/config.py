@@ -57,6 +57,9 @@ class RegionSpec:
     members: int = 3
     layout: str = "multi-zone"
     subnet_prefix: str = "10.77"  # zone i gets <prefix>.<i+1>.0/24 inside the region's own namespaces
+    # etcd's data on a real filesystem (paths.disk_data_dir) instead of tmpfs, where fsync costs
+    # nothing and a killed process's unsynced writes survive in the page cache.
+    data_on_disk: bool = False
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -162,6 +165,7 @@ class Config:
     timeouts: Timeouts = field(default_factory=Timeouts)
     state_dir: Path = Path("/tmp/ha-harness")
     data_dir: Path = Path("/tmp/ha-harness/data")
+    disk_data_dir: Path = Path("/var/tmp/ha-harness/data")
     reports_dir: Path = Path("reports")
 
 
@@ -227,9 +231,10 @@ def load_config(
     uid = int(env.get("HARNESS_OUTER_UID", os.getuid()))
     state_dir, data_dir = _default_dirs(uid)
     paths = raw["paths"]
-    unknown = sorted(set(paths) - {"state_dir", "data_dir", "reports_dir"})
+    known_paths = ["data_dir", "disk_data_dir", "reports_dir", "state_dir"]
+    unknown = sorted(set(paths) - set(known_paths))
     if unknown:
-        raise ConfigError(f"unknown key(s) {unknown} in [paths]; accepted: ['data_dir', 'reports_dir', 'state_dir']")
+        raise ConfigError(f"unknown key(s) {unknown} in [paths]; accepted: {known_paths}")
     try:
         return Config(
             region=RegionSpec(**_section(RegionSpec, raw["region"], "region")),
@@ -239,6 +244,7 @@ def load_config(
             timeouts=Timeouts(**_section(Timeouts, raw["timeouts"], "timeouts")),
             state_dir=Path(paths.get("state_dir", state_dir)),
             data_dir=Path(paths.get("data_dir", data_dir)),
+            disk_data_dir=Path(paths.get("disk_data_dir", Path("/var/tmp") / f"ha-harness-{uid}")),
             reports_dir=Path(paths.get("reports_dir", "reports")),
         )
     except TypeError as e:
@@ -257,7 +263,7 @@ def to_dict(config: Config) -> dict[str, Any]:
     return {"region": asdict(config.region), "provider": asdict(config.provider), "aws": asdict(config.aws),
             "etcd": asdict(config.etcd), "timeouts": asdict(config.timeouts),
             "paths": {"state_dir": str(config.state_dir), "data_dir": str(config.data_dir),
-                      "reports_dir": str(config.reports_dir)}}
+                      "disk_data_dir": str(config.disk_data_dir), "reports_dir": str(config.reports_dir)}}
 
 
 def from_dict(data: Mapping[str, Any]) -> Config:

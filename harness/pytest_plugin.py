@@ -51,6 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"name of the session's region, prefixes its namespaces (default: {SESSION_REGION})")
     group.addoption("--provider", default=None, choices=PROVIDER_NAMES,
                     help="environment to run against: local (default), cluster (an existing kubeconfig context) or kind")
+    group.addoption("--data-on-disk", action="store_true", default=False,
+                    help="local regions keep etcd's data on a real filesystem ([paths] disk_data_dir), not tmpfs")
     group.addoption("--kubeconfig", default=None, help="cluster/kind: kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     group.addoption("--kube-context", default=None, help="cluster: context in the kubeconfig (default: its current one)")
     group.addoption("--harness-report", action="store_true", default=False,
@@ -170,6 +172,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def harness_config(pytestconfig: pytest.Config) -> Config:
     overrides: dict[str, Any] = {"region.name": pytestconfig.getoption("region_name")}
+    if pytestconfig.getoption("data_on_disk"):
+        overrides["region.data_on_disk"] = True
     for option, key in (("etcd_bin", "etcd.binary"), ("provider", "provider.name"),
                         ("kubeconfig", "provider.kubeconfig"), ("kube_context", "provider.context")):
         if pytestconfig.getoption(option):
@@ -230,12 +234,15 @@ def session_env(
     # CI reads which etcd the verdicts are about from the JUnit file.
     record_testsuite_property("etcd_version", env.state["etcd"]["version"])
     record_testsuite_property("etcd_binary", env.state["etcd"]["path"])
+    # tmpfs: fsync costs nothing and a killed process's writes survive in the page cache; every
+    # write-gap, latency and lost-write figure of the run is about that medium.
+    record_testsuite_property("etcd_data", env.state.get("data_medium", "unknown"))
     from harness.kube.binaries import KUBERNETES_VERSION
     from harness.probes import versions
 
     # Pinned until a scenario starts the seed (the `seed` fixture then asks its API).
     environment.update(zones=list(env.zones), kubernetes_version=KUBERNETES_VERSION,
-                       kubernetes_version_source=versions.KUBE_PINNED)
+                       kubernetes_version_source=versions.KUBE_PINNED, etcd_data=env.state.get("data_medium", "unknown"))
     if recorder is not None:
         environment.update(versions.etcd_version(env, env.state["etcd"]["version"]))
     try:
@@ -264,10 +271,76 @@ def region_factory(harness_config: Config, pytestconfig: pytest.Config) -> Itera
             region.down()
 
 
+# What steps hand each other (target fixtures), and a Given-step that provides each: a step used
+# without it fails saying which step is missing, not with pytest's "fixture 'probe' not found".
+STEP_STATE = {
+    "target_zone": 'a Given-step choosing it, e.g. "Given the zone of the etcd leader is the target zone"',
+    "probe": 'a Given-step starting it, e.g. "Given write and read probes run every 10 ms from a client in zone '
+             '"zone-a""',
+    "outage": 'a When-step taking something down, e.g. "When zone "zone-a" goes down"',
+    "load": 'a Given-step starting one, e.g. "Given a mixed load of 300 ops/s with a watcher from a client in '
+            'another zone"',
+    "traffic": 'a When-step measuring it, e.g. "When cross-zone traffic is measured for 10 s"',
+    "shoot": 'a Given-step deploying it, e.g. "Given the reference control plane with failure tolerance "zone" in '
+             'the gep20 form"',
+    "shoot_probe": 'a Given-step starting it, e.g. "Given the shoot API is written every 100 ms through its load '
+                   'balancer from a client in zone "zone-b""',
+    "machine_probe": 'a Given-step starting it, e.g. "Given a machine probe creates and deletes a machine in zone '
+                     '"zone-a" every 1 s"',
+}
+
+
+def _step_state(name: str, given: str) -> Callable[..., Any]:
+    def missing(request: pytest.FixtureRequest) -> Any:
+        step = getattr(request.node, "name", "this scenario")
+        pytest.fail(f"a step of {step} needs the {name.replace('_', ' ')}, which no earlier step provided: add {given}",
+                    pytrace=False)
+
+    missing.__name__ = name
+    return pytest.fixture(name=name)(missing)
+
+
+for _name, _given in STEP_STATE.items():
+    globals()[f"_missing_{_name}"] = _step_state(_name, _given)
+
+
+_REPLACED = pytest.StashKey[Environment]()
+
+
 @pytest.fixture
-def env(session_env: Environment) -> Environment:
-    """The environment a scenario works on; a step may replace it with a fresh one."""
-    return session_env
+def env(session_env: Environment, harness_provider: Provider, pytestconfig: pytest.Config) -> Environment:
+    """The environment a scenario works on; a step may replace it with a fresh one. The session's
+    local region is checked first: one an earlier scenario left diverged (members at different
+    revisions, or different HashKV) is replaced, and the run says so, instead of failing the
+    next scenario with a wait that never ends."""
+    current = pytestconfig.stash.get(_REPLACED, session_env)
+    if not isinstance(harness_provider, LocalRegion) or not isinstance(current, LocalEnvironment):
+        return current
+    why = diverged(current)
+    if why is None:
+        return current
+    _say(pytestconfig, f"[harness] the session's region is not consistent after the last scenario ({why}); "
+                       "replacing it with a fresh one")
+    harness_provider.down()
+    fresh = harness_provider.up()
+    pytestconfig.stash[_REPLACED] = fresh
+    return fresh
+
+
+def diverged(env: LocalEnvironment, timeout: float = 10.0) -> str | None:
+    """Why the region is not fit for the next scenario, or None: every member answers, they reach
+    one revision within `timeout` s, and their HashKV at it agree."""
+    from harness.errors import WaitTimeout
+    from harness.probes.converge import converged
+    from harness.probes.etcd import hashkv
+    from harness.validate.history import diverging_hashes
+
+    try:
+        converged(env, timeout)
+        split = diverging_hashes(hashkv(env))
+    except (WaitTimeout, HarnessError) as e:
+        return str(e)[:300]
+    return f"HashKV differs: {split}" if split else None
 
 
 @pytest.fixture

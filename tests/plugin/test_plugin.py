@@ -185,3 +185,45 @@ Feature: next
     finally:
         cli("--name", "pk", "down")
     assert namespaces("pk") == []
+
+
+def test_a_step_without_the_given_it_needs_says_which(pytester: pytest.Pytester) -> None:
+    """Not pytest's "fixture 'probe' not found" and a list of a hundred fixtures."""
+    make_project(pytester, """
+Feature: a step out of order
+  Scenario: a Then-step with nothing before it
+    Then writes resume within 3 s of the outage
+""", "pg")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "needs the probe, which no earlier step provided: add a Given-step starting it" in out
+    assert "fixture 'probe' not found" not in out and "available fixtures" not in out
+
+
+def test_a_region_left_diverged_is_replaced_before_the_next_scenario(pytester: pytest.Pytester) -> None:
+    """A scenario that leaves a member down behind the fault runner's back: the next one gets a
+    fresh region, and the run says why, instead of timing out waiting for converged members."""
+    pytester.makeconftest(STEPS_CONFTEST + '''
+from pytest_bdd import when
+
+@when("a member dies behind the harness's back")
+def _(env):
+    env.kill_member("etcd-1")
+''')
+    pytester.makefile(".feature", scenario="""
+Feature: diverged
+  Scenario: one
+    Given a healthy region with 3 etcd members spread over 3 zones
+    When a member dies behind the harness's back
+
+  Scenario: two
+    Given a healthy region with 3 etcd members spread over 3 zones
+    Then all members end with equal HashKV
+""")
+    pytester.makepyfile(test_features="from pytest_bdd import scenarios\nscenarios('scenario.feature')\n")
+    cfg = pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--region-name", "pd", "--harness-config", str(cfg))
+    result.assert_outcomes(passed=2)
+    assert "the session's region is not consistent after the last scenario" in result.stdout.str()
+    assert namespaces("pd") == []

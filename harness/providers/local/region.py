@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.config import Config, RegionSpec
-from harness.errors import EnvironmentStateError, HarnessError, PrerequisiteError, WaitTimeout
+from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
 from harness.providers.base import KubeAccess, Member, Node, Seed, Topology
 from harness.providers.local import effects
@@ -391,7 +391,11 @@ class LocalRegion:
                 "run `harness down` to remove it"
             )
         nodes, members = plan(self.spec)
-        data_root = self.config.data_dir / self.spec.name
+        data_root = (self.config.disk_data_dir if self.spec.data_on_disk else self.config.data_dir) / self.spec.name
+        medium = filesystem_of(data_root)
+        if self.spec.data_on_disk and medium in MEMORY_FILESYSTEMS:
+            raise ConfigError(f"[region] data_on_disk needs a real filesystem, but {data_root} is on {medium}; "
+                              "point [paths] disk_data_dir at one")
         log_root = self.config.state_dir / self.spec.name / "logs"
         state: dict[str, Any] = {
             "spec": asdict(self.spec),
@@ -401,6 +405,7 @@ class LocalRegion:
             "etcd": asdict(binary),
             "namespaces": [],
             "data_dir": str(data_root),
+            "data_medium": medium,
             "members": {},
             "faults": [],
         }
@@ -528,6 +533,28 @@ class LocalRegion:
         if holder and holder != os.getpid():
             etcdproc.signal_pid(holder, signal.SIGKILL)
         return removed
+
+
+MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")
+
+
+def filesystem_of(path: Path) -> str:
+    """The type of the filesystem `path` is (or would be) on, from /proc/mounts (longest mount point)."""
+    target = path.resolve()
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    best, kind = "", "unknown"
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return kind
+    for line in mounts:
+        parts = line.split()
+        if len(parts) >= 3:
+            point = parts[1].replace("\\040", " ")
+            if (str(target) == point or str(target).startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+                best, kind = point, parts[2]
+    return kind
 
 
 def log_tail(path: str | Path, lines: int = 15) -> str:
