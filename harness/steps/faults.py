@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ from harness.faults.runner import FaultRunner
 from harness.providers.local.region import EtcdMembers
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
+from harness.wait import wait_for
 
 NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its link": "node-link-down"}
 
@@ -110,6 +112,23 @@ def _(etcd, faults, node: str) -> Outage:
 def _(faults: FaultRunner, member: str) -> None:
     """SIGKILL of the member's process; it stays down until the scenario ends (or `harness heal`)."""
     faults.inject("member-kill", member)
+
+
+@when(parsers.parse("a random member is killed and restarted {times:d} times, {seconds:g} s apart"))
+def _(etcd: EtcdMembers, faults: FaultRunner, timeline: Timeline, times: int, seconds: float) -> None:
+    """etcd's robustness suite's kill failpoint: SIGKILL of a member chosen at random (the leader
+    too), restarted at once from its data, answering again before the next. The schedule's seed
+    is on the timeline, so a run can be repeated."""
+    seed = time.time_ns() % 2**32
+    rng = random.Random(seed)
+    timeline.mark("schedule", "random member kills", seed=seed, times=times, seconds=seconds)
+    for _ in range(times):
+        member = rng.choice(etcd.members).name
+        killed = faults.inject("member-kill", member)
+        faults.heal(killed, wait=False)
+        wait_for(lambda: etcd.status(via_zone=None)[member], lambda st: not isinstance(st, str),
+                 f"{member} answering again after its restart", etcd.config.timeouts.member_ready)
+        time.sleep(seconds)
 
 
 @when(parsers.parse('node "{node}" is drained'))
