@@ -80,6 +80,8 @@ MARKERS = {
     "aws": "AWS faults (network ACL swap, credential revocation, EC2 instances) through an AWS API: the local cloud or [aws]",
     "region": "needs the local region (root or user namespaces, etcd, nftables)",
     "kube": "needs the local Kubernetes control plane (pinned binaries, built on first use)",
+    "bug": "a known etcd bug's scenario: flags the bug on the version that had it, passes on a fixed one "
+           "(python -m harness.bugs)",
 }
 
 
@@ -104,8 +106,12 @@ def pytest_configure(config: pytest.Config) -> None:
         if not getattr(config.option, "cucumber_json_path", None):
             config.option.cucumber_json_path = str(recorder.run_dir / "cucumber.json")
     # Gherkin tags become markers; registered here so --strict-markers accepts them anywhere.
+    from harness.bugs import BUGS
+
     for name, help_ in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {help_}")
+    for bug in BUGS.values():
+        config.addinivalue_line("markers", f"{bug.marker}: etcd issue {bug.issue}, {bug.title}")
     # SIGTERM (CI cancel) tears down like Ctrl-C does, so faults heal and the region goes down.
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, signal.default_int_handler)
