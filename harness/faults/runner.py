@@ -145,10 +145,12 @@ class FaultRunner:
         """Nothing stays half-applied: heal what may have been done. An injection that overran its
         bound may still be changing things: its ledger entry and watchdog stay until it ended and
         was healed once more (in the background), so a crash meanwhile is still healed."""
-        self.timeline.finish(event, error=f"{type(error).__name__}: {error}")
         try:
             fault.heal(self.env, target, self._ledger_data(fid, base))
+            if worker is None:
+                event.data["healed_at"] = self.timeline.now()
         finally:
+            self.timeline.finish(event, error=f"{type(error).__name__}: {error}")
             if worker is None:
                 self.env.forget_fault(fid)
                 watchdog.disarm(base.get("watchdog"))
