@@ -3,7 +3,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup deps kube-binaries run test test-fast outage nightly down heal clean
+.PHONY: setup deps kube-binaries etcd-builds run test test-fast outage nightly bugs down heal clean
 
 setup: deps $(STAMP)
 
@@ -23,6 +23,11 @@ kube-binaries: setup
 	$(VENV)/bin/python -m harness.kube
 	$(VENV)/bin/python -m harness.validate.linearizability
 
+# etcd at every release harness.bugs needs (the buggy ones, some with gofail failpoints), built
+# once from pinned Go modules into ~/.cache/ha-harness/etcd; `make bugs` builds them on demand too.
+etcd-builds: setup
+	$(VENV)/bin/python -m harness.etcd_builds
+
 # The main job: GEP-20's zone outage on the reference control plane running for real on the
 # local seed, each zone in turn, under probes.
 run: setup kube-binaries
@@ -40,6 +45,12 @@ test-fast: setup
 # reports/trends.html); non-zero when any scenario fails.
 nightly: setup kube-binaries
 	$(VENV)/bin/harness nightly -- $(PYTEST_ARGS)
+
+# Historical etcd bugs (features/bugs.feature): each scenario on the release that had the bug must
+# fail in the check named after it, in at least 9 of 10 tries; on a fixed release it must pass.
+# Long: several minutes per bug. BUGS_ARGS="--tries 3 --issue 14370" narrows it.
+bugs: setup kube-binaries
+	$(VENV)/bin/python -m harness.bugs $(BUGS_ARGS)
 
 outage: setup
 	$(VENV)/bin/python -m pytest -k outage $(PYTEST_ARGS)

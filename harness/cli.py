@@ -42,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--zones", help="comma-separated zone names (default: zone-a,zone-b,zone-c)")
     up.add_argument("--nodes-per-zone", type=int, help="nodes in each zone (default: 2)")
     up.add_argument("--hosts-per-zone", type=int, help="physical hosts per zone; nodes share them round-robin (default: not modelled)")
-    up.add_argument("--etcd-bin", help="etcd binary (default: ETCD_BIN or `etcd` on PATH)")
+    up.add_argument("--etcd-bin", help="an etcd binary of your own (default: ETCD_BIN, else --etcd-version)")
+    up.add_argument("--etcd-version", help="an etcd release built from the Go module proxy on first use "
+                                           "(default: the pinned one, v3.5.35)")
     up.add_argument("--data-on-disk", action="store_true", default=None,
                     help="etcd's data on a real filesystem ([paths] disk_data_dir) instead of tmpfs, where fsync costs "
                          "nothing")
@@ -133,6 +135,8 @@ def _config(args: argparse.Namespace) -> Config:
             overrides["region.zones"] = _zone_list(args.zones)
         if args.etcd_bin:
             overrides["etcd.binary"] = args.etcd_bin
+        if args.etcd_version:
+            overrides["etcd.version"] = args.etcd_version
     if args.command in ("render", "deploy") and args.storage_class:
         overrides["provider.storage_class"] = args.storage_class
     return load_config(args.config, overrides)

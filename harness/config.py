@@ -39,7 +39,13 @@ class Timeouts:
 
 @dataclass(frozen=True)
 class EtcdSettings:
-    binary: str | None = None  # None: `etcd` on PATH (Debian's etcd-server)
+    binary: str | None = None  # a binary of your own (e.g. Debian's 3.4: /usr/bin/etcd); None: `version`
+    version: str | None = None  # a release built from the Go module proxy (harness.etcd_builds); None: pinned
+    failpoints: bool = False  # built with etcd's gofail failpoints, served on each member's GOFAIL_HTTP
+    snapshot_count: int | None = None  # --snapshot-count (None: etcd's default)
+    # --backend-batch-interval: how often the backend commits (None: etcd's 100 ms). Shorter means
+    # more commits landing in the middle of an apply, the window some crash bugs need.
+    backend_batch_interval_ms: int | None = None
     etcdctl: str | None = None  # None: next to the etcd binary, else on PATH
     heartbeat_ms: int = 100
     election_ms: int = 1000
@@ -275,7 +281,8 @@ def from_dict(data: Mapping[str, Any]) -> Config:
                   Path(paths["data_dir"]), Path(paths["reports_dir"]))
 
 
-def with_region(config: Config, **changes: Any) -> Config:
-    """A copy of the configuration with a different region shape (validated); nodes per zone
-    are sized for the new shape unless given."""
-    return replace(config, region=replace(config.region, **({"nodes_per_zone": None} | changes)))
+def with_region(config: Config, etcd: Mapping[str, Any] | None = None, **changes: Any) -> Config:
+    """A copy of the configuration with a different region shape (validated), and other etcd
+    settings when given; nodes per zone are sized for the new shape unless given."""
+    return replace(config, region=replace(config.region, **({"nodes_per_zone": None} | changes)),
+                   etcd=replace(config.etcd, **(etcd or {})))

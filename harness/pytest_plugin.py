@@ -51,6 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"name of the session's region, prefixes its namespaces (default: {SESSION_REGION})")
     group.addoption("--provider", default=None, choices=PROVIDER_NAMES,
                     help="environment to run against: local (default), cluster (an existing kubeconfig context) or kind")
+    group.addoption("--etcd-version", default=None,
+                    help="local regions run this etcd release, built from the Go module proxy on first use "
+                         "(default: the pinned one; python -m harness.etcd_builds lists none, builds one)")
     group.addoption("--data-on-disk", action="store_true", default=False,
                     help="local regions keep etcd's data on a real filesystem ([paths] disk_data_dir), not tmpfs")
     group.addoption("--kubeconfig", default=None, help="cluster/kind: kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
@@ -180,7 +183,7 @@ def harness_config(pytestconfig: pytest.Config) -> Config:
     overrides: dict[str, Any] = {"region.name": pytestconfig.getoption("region_name")}
     if pytestconfig.getoption("data_on_disk"):
         overrides["region.data_on_disk"] = True
-    for option, key in (("etcd_bin", "etcd.binary"), ("provider", "provider.name"),
+    for option, key in (("etcd_bin", "etcd.binary"), ("etcd_version", "etcd.version"), ("provider", "provider.name"),
                         ("kubeconfig", "provider.kubeconfig"), ("kube_context", "provider.context")):
         if pytestconfig.getoption(option):
             overrides[key] = pytestconfig.getoption(option)
@@ -264,9 +267,9 @@ def region_factory(harness_config: Config, pytestconfig: pytest.Config) -> Itera
         pytest.skip(f"a fresh region of its own needs the local provider, not {harness_config.provider.name}")
     made: list[LocalRegion] = []
 
-    def make(**shape: Any) -> LocalEnvironment:
+    def make(etcd: dict[str, Any] | None = None, **shape: Any) -> LocalEnvironment:
         name = f"pf{len(made)}"
-        region = LocalRegion(with_region(harness_config, name=name, **shape))
+        region = LocalRegion(with_region(harness_config, etcd, name=name, **shape))
         made.append(region)
         return _bring_up(region, pytestconfig)
 

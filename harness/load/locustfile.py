@@ -7,8 +7,8 @@
 Each user talks to one endpoint of `--host` (round robin over the list): the harness picks the
 endpoints, so "against the leader" or "against a follower" is a choice of host. `--rate` is the
 total the run aims for, shared by all `-u` users of every process (locust's constant_throughput).
-With `--shared-keys N` the mixed profile reads and writes N keys that every user, of every
-process and through every member, shares: what lets a stale read or a lost write show against
+With `--shared-keys N` the mixed profile (and the put profile, 80 % puts and 20 % reads) reads
+and writes N keys that every user, of every process and through every member, shares: what lets a stale read or a lost write show against
 another client's operations. Reads are linearizable or serializable (recorded as such: a
 serializable read may be stale by design). With `--history-dir` every operation is written there
 (one file per process): a line when an operation is invoked (client, kind, key, value, invoke time
@@ -143,7 +143,14 @@ class EtcdUser(User):
     @task
     def step(self) -> None:
         p, prefix = self.opts.load_profile, self.opts.key_prefix
-        if p == "put":
+        if p == "put" and self.opts.shared_keys:
+            # etcd's robustness suite's put traffic: overwrites of a few shared keys, some read back.
+            key = f"{prefix}shared/{random.randrange(self.opts.shared_keys):04d}"
+            if random.random() < 0.8:
+                self._put(key)
+            else:
+                self._op("get", key, lambda: self.kv.get(key))
+        elif p == "put":
             self._put(f"{prefix}{self.client_id}/{self.seq:08d}")
         elif p == "range":
             self._op("range", prefix, lambda: self.kv.range_prefix(prefix))

@@ -21,3 +21,18 @@ def converged(env: LocalEnvironment, timeout: float) -> dict[str, Status | str]:
 def converged_keys(env: LocalEnvironment, prefix: str, timeout: float) -> dict[str, list[str] | str]:
     converged(env, timeout)
     return keys_per_member(env, prefix)
+
+
+def settled_hashes(env: LocalEnvironment, timeout: float) -> tuple[dict[str, int | str], dict[str, int] | None]:
+    """Each member's revision (or why it did not answer) once they reach one revision within
+    `timeout`, and their HashKV at it; None for the hashes when they never reach one revision (a
+    member that skipped or repeated an entry stays apart for good)."""
+    from harness.errors import WaitTimeout
+    from harness.probes.etcd import hashkv
+
+    try:
+        statuses = converged(env, timeout)
+    except WaitTimeout:
+        statuses = env.status()
+        return {n: s if isinstance(s, str) else s.revision for n, s in statuses.items()}, None
+    return {n: s if isinstance(s, str) else s.revision for n, s in statuses.items()}, hashkv(env)

@@ -119,7 +119,40 @@ class MemberProcesses(Protocol):
     def kill_member(self, member: str) -> int | None:
         """SIGKILL the member's process; returns its pid once it is seen gone (None: none ran)."""
 
+    def member_running(self, member: str) -> bool: ...
+
     def start_member(self, member: str) -> int: ...
+
+
+@runtime_checkable
+class MemberSignals(Protocol):
+    """Environments that can stop a member's process in place and let it go on (SIGSTOP/SIGCONT)."""
+
+    def pause_member(self, member: str) -> int | None: ...
+    def resume_member(self, member: str) -> None: ...
+    def member_paused(self, member: str) -> bool: ...
+
+
+@runtime_checkable
+class MemberFailpoints(Protocol):
+    """Environments whose members were built with etcd's gofail failpoints and serve them."""
+
+    def set_failpoint(self, member: str, name: str, action: str) -> None: ...
+    def clear_failpoint(self, member: str, name: str) -> None: ...
+
+    def failpoints(self, member: str) -> dict[str, str]:
+        """The member's failpoints that are set (name -> action); raises HarnessError when unreachable."""
+
+
+@runtime_checkable
+class PeerNetwork(Protocol):
+    """Environments that can cut one member's peer traffic (raft, snapshots) and leave its clients alone."""
+
+    def cut_peer_traffic(self, member: str) -> dict[str, Any]: ...
+    def restore_peer_traffic(self, member: str, data: dict[str, Any]) -> None: ...
+
+    def peer_cut_effect(self, member: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Evidence the member's peer traffic is being dropped, None while none is seen."""
 
 
 @runtime_checkable

@@ -8,8 +8,7 @@ from pytest_bdd import parsers, then
 
 from harness import judge
 from harness.probes.availability import AvailabilityProbe
-from harness.probes.converge import converged, converged_keys
-from harness.probes.etcd import hashkv
+from harness.probes.converge import converged_keys, settled_hashes
 from harness.providers.local.region import EtcdMembers
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
@@ -125,11 +124,18 @@ def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Tim
     _catch_up(probe, outage, timeline, [etcd.member(member).name], limit)
 
 
+def equal_hashes(etcd: EtcdMembers, what: str) -> None:
+    """Once writes stopped, the members reach one revision and agree on HashKV at it."""
+    __tracebackhide__ = True
+    revisions, hashes = settled_hashes(etcd, etcd.config.timeouts.recovery)
+    judge.holds(hashes is not None, f"{what} reach one revision once writes stopped", seen=revisions)
+    judge.none_of(diverging_hashes(hashes or {}), f"{what} whose HashKV differs")
+
+
 @then("all members end with equal HashKV")
 def _(etcd: EtcdMembers, probes) -> None:
     probes.stop_all()
-    converged(etcd, etcd.config.timeouts.recovery)
-    judge.none_of(diverging_hashes(hashkv(etcd)), "members whose HashKV differs")
+    equal_hashes(etcd, "members")
 
 
 @then("no acknowledged write is lost")

@@ -131,6 +131,62 @@ def _(etcd: EtcdMembers, faults: FaultRunner, timeline: Timeline, times: int, se
         time.sleep(seconds)
 
 
+@when(parsers.parse('failpoint "{name}" of member "{member}" is set to "{action}"'))
+def _(faults: FaultRunner, name: str, member: str, action: str) -> None:
+    """One of etcd's own failpoints (the region runs an etcd built with them)."""
+    faults.inject("member-failpoint", member, {"name": name, "action": action})
+
+
+@when(parsers.parse('member "{member}" pauses for {seconds:g} s'))
+def _(faults: FaultRunner, member: str, seconds: float) -> None:
+    """SIGSTOP, then SIGCONT after the given time; the step returns once it goes on."""
+    faults.inject("member-pause", member, {"seconds": seconds})
+    time.sleep(seconds)
+
+
+@when(parsers.parse('member "{member}" comes back'))
+def _(etcd: EtcdMembers, faults: FaultRunner, member: str) -> None:
+    """Every fault on the member healed (a failpoint cleared, a member it took down started again
+    from its data); the step returns once it answers."""
+    name = etcd.member(member).name
+    chosen = [a for a in faults.active if a.target == name]
+    if not chosen:
+        raise ConfigError(f"no fault is active on {name}; active: {[a.id for a in faults.active] or 'none'}")
+    for active in chosen:
+        faults.heal(active, wait=False)
+    wait_for(lambda: etcd.status()[name], lambda st: not isinstance(st, str), f"{name} answering again",
+             etcd.config.timeouts.member_ready)
+
+
+@when(parsers.parse("the peer traffic of a follower is blackholed until it is {behind:d} revisions behind"),
+      target_fixture="outage")
+def _(etcd: EtcdMembers, faults: FaultRunner, timeline: Timeline, behind: int) -> Outage:
+    """etcd's robustness suite's blackhole-until-snapshot: the follower hears nothing from its peers
+    (its clients still reach it) until the others are far enough ahead that, once it is back, the
+    leader must send it a snapshot (snapshot count + catch-up entries: 5,100 on etcd 3.5 with a
+    snapshot count of 100)."""
+    leader = etcd.leader(etcd.wait_healthy())
+    follower = next(m.name for m in etcd.members if m.name != leader)
+    outage = apply_faults(etcd, faults, [("peer-blackhole", follower, {})])
+
+    def lag() -> int | None:
+        statuses = etcd.status()
+        mine, others = statuses[follower], [s for n, s in statuses.items() if n != follower and not isinstance(s, str)]
+        if isinstance(mine, str) or not others:
+            return None
+        return max(s.revision for s in others) - mine.revision
+
+    wait_for(lag, lambda n: n is not None and n > behind, f"{follower} {behind} revisions behind its peers",
+             120.0, interval=0.2)
+    timeline.mark("figure", f"revisions {follower} fell behind", value=lag(), unit="revisions")
+    return outage
+
+
+@when("its peer traffic comes back", target_fixture="outage")
+def _(faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    return _restore(faults, timeline, outage, None)
+
+
 @when(parsers.parse('node "{node}" is drained'))
 def _(faults: FaultRunner, node: str) -> None:
     faults.inject("node-drain", node)

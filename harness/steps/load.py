@@ -128,16 +128,17 @@ def _(loads: Any, etcd: EtcdMembers, target_zone: str, rate: float) -> Any:
     return loads.start(spec, etcd.names.client_ns(zone), fence_writer(etcd, zone))
 
 
-@given(parsers.parse("a mixed load of {rate:g} ops/s on {keys:d} shared keys from a client in every zone with a "
-                     "member, each through that member and watching it"), target_fixture="load")
-def _(loads: Any, etcd: EtcdMembers, rate: float, keys: int) -> Any:
+@given(parsers.re(r"a (?P<profile>mixed|put) load of (?P<rate>[\d.]+) ops/s on (?P<keys>\d+) shared keys from a client "
+                  r"in every zone with a member, each through that member and watching it"), target_fixture="load")
+def _(loads: Any, etcd: EtcdMembers, profile: str, rate: str, keys: str) -> Any:
     """One client per zone that has a member, each reading and writing the same keys through that
     member (the one a zone outage cuts off included: its serializable reads are then served stale,
-    its writes hang) and watching it: what lets the history show a stale read or a lost write."""
-    prefix = _prefix()
+    its writes hang) and watching it: what lets the history show a stale read or a lost write.
+    mixed: Kubernetes-like; put: 80 % overwrites, 20 % reads."""
+    prefix, rate, keys = _prefix(), float(rate), int(keys)
     members = [next(m for m in etcd.members if m.zone == z) for z in etcd.zones if etcd.members_in(z)]
     fence = fence_writer(etcd, members[0].zone)
-    return [loads.start(LoadSpec("mixed", rate / len(members), (m.client_url,), users=8, shared_keys=keys,
+    return [loads.start(LoadSpec(profile, rate / len(members), (m.client_url,), users=8, shared_keys=keys,
                                  watch_hosts=(m.client_url,), key_prefix=prefix), etcd.names.client_ns(m.zone), fence)
             for m in members]
 

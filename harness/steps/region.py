@@ -30,6 +30,29 @@ def _(region_factory: Callable[..., LocalEnvironment], members: int, layout: str
     return region_factory(members=members, layout=layout)
 
 
+@given(parsers.parse("a fresh region with {members:d} etcd members at the etcd version under test with snapshot count "
+                     "{count:d}"), target_fixture="env")
+def _(region_factory: Callable[..., LocalEnvironment], members: int, count: int) -> LocalEnvironment:
+    """The release of --etcd-version (default: the pinned one), snapshotting every `count` entries."""
+    return region_factory({"snapshot_count": count}, members=members)
+
+
+@given(parsers.parse("a fresh region with {members:d} etcd members at the etcd version under test with snapshot count "
+                     "{count:d}, its data on disk committed every {ms:d} ms"), target_fixture="env")
+def _(region_factory: Callable[..., LocalEnvironment], members: int, count: int, ms: int) -> LocalEnvironment:
+    """As above, with the data on a real filesystem (fsync takes time there, as on a real control
+    plane's disks, and a crash loses what was not synced; tmpfs hides both) and the backend
+    committing every `ms` milliseconds (etcd's --backend-batch-interval; default 100)."""
+    return region_factory({"snapshot_count": count, "backend_batch_interval_ms": ms}, members=members,
+                          data_on_disk=True)
+
+
+@given("a fresh region with 1 etcd member at the etcd version under test with failpoints", target_fixture="env")
+def _(region_factory: Callable[..., LocalEnvironment]) -> LocalEnvironment:
+    """One member, built with etcd's gofail failpoints (served on GOFAIL_HTTP)."""
+    return region_factory({"failpoints": True}, members=1)
+
+
 @given("the zone of the etcd leader is the target zone", target_fixture="target_zone")
 def _(etcd: EtcdMembers) -> str:
     leader = etcd.leader(etcd.wait_healthy())

@@ -130,13 +130,9 @@ def _(shoot: Shoot, outage: Outage, name: str, count: str) -> None:
 
 @then(parsers.re(r"(?P<name>etcd-[a-z]+) members end with equal HashKV"))
 def _(shoot: Shoot, name: str) -> None:
-    from harness.probes.converge import converged
-    from harness.probes.etcd import hashkv
-    from harness.validate.history import diverging_hashes
+    from harness.steps.checks import equal_hashes
 
-    view = shoot.etcds[component(name).name]
-    converged(view, view.config.timeouts.recovery)
-    judge.none_of(diverging_hashes(hashkv(view)), f"{name} members whose HashKV differs")
+    equal_hashes(shoot.etcds[component(name).name], f"{name} members")
 
 
 @then(parsers.parse("the shoot API is writable again within {limit:g} s of the outage"))

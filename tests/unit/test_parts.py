@@ -44,7 +44,7 @@ def test_outage_rules_drop_only_traffic_crossing_the_subnet() -> None:
 
 
 def test_unknown_fault_kind() -> None:
-    with pytest.raises(Exception, match="unknown fault 'zone-blackout'; accepted: aws-instance-reboot, .*, host-outage, member-kill, node-cordon, node-drain"):
+    with pytest.raises(Exception, match="unknown fault 'zone-blackout'; accepted: aws-instance-reboot, .*, host-outage, member-failpoint, member-kill, member-pause, node-cordon, node-drain"):
         get_fault("zone-blackout")
 
 
@@ -63,7 +63,7 @@ def _fake_etcd(tmp_path: Path, version: str) -> Path:
 
 
 def test_missing_etcd_binary_says_how_to_get_one(tmp_path: Path) -> None:
-    with pytest.raises(PrerequisiteError, match="not found or not executable; install Debian's etcd-server .* ETCD_BIN"):
+    with pytest.raises(PrerequisiteError, match=r"not found or not executable; leave \[etcd\] binary unset for the pinned etcd .* ETCD_BIN"):
         find_etcd(EtcdSettings(binary=str(tmp_path / "etcd")))
 
 

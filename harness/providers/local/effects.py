@@ -97,6 +97,35 @@ def acl_effect(env: LocalEnvironment, zone: str, acl_ids: Collection[str]) -> di
     return {"router_acl": sorted({a for a in acls.values() if a}), "router_dropped_packets": dropped} if dropped else None
 
 
+def peer_table(member: str) -> str:
+    return f"{FAULT_TABLE_PREFIX}peer_{member.replace('-', '_')}"
+
+
+def cut_peer_traffic(env: LocalEnvironment, member: str) -> dict[str, Any]:
+    """Drop the member's peer traffic (TCP 2380, both ways, both directions of connection) where it
+    crosses the router; its clients (2379) still reach it. Peers in its own zone do not cross the
+    router: with one member per zone, that is every peer."""
+    address = env.member(member).peer_url.split("//")[1].split(":")[0]
+    port = env.member(member).peer_url.rsplit(":", 1)[1]
+    table = peer_table(member)
+    rules = [f"ip {side} {address} tcp {p} {port} counter drop" for side in ("saddr", "daddr") for p in ("sport", "dport")]
+    script = (f"add table inet {table}\nflush table inet {table}\n"
+              f"add chain inet {table} forward {{ type filter hook forward priority -10; policy accept; }}\n"
+              + "".join(f"add rule inet {table} forward {r}\n" for r in rules))
+    netns.nft(env.names.router, script, env.config.timeouts.command)
+    return {"table": table, "address": address}
+
+
+def peer_cut_effect(env: LocalEnvironment, member: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    table = data.get("table") or peer_table(member)
+    dropped = dropped_packets(env.names.router, table)
+    return {"router_dropped_packets": dropped, "table": table} if dropped else None
+
+
+def restore_peer_traffic(env: LocalEnvironment, member: str, data: dict[str, Any]) -> None:
+    netns.nft(env.names.router, remove_table(data.get("table") or peer_table(member)), env.config.timeouts.command)
+
+
 def restore_zone(env: LocalEnvironment, zone: str, data: dict[str, Any]) -> None:
     netns.nft(env.names.router, remove_table(data.get("table") or outage_table(zone)), env.config.timeouts.command)
 
@@ -124,7 +153,7 @@ def fail_node(env: LocalEnvironment, node: str, mode: str) -> dict[str, Any]:
     return data
 
 
-def _proc_state(pid: int) -> str:
+def process_state(pid: int) -> str:
     """A process's state letter from /proc ("" when it is gone; Z a zombie, T stopped)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -140,7 +169,7 @@ def node_failure_effect(env: LocalEnvironment, node: str, data: dict[str, Any]) 
     if mode == "link-down":
         link = netns.run(["ip", "-n", ns, "-o", "link", "show", "eth0"], check=False)
         return {"link": "down"} if "state DOWN" in link or ",UP" not in link else None
-    states = {pid: _proc_state(pid) for pid in netns.netns_pids(ns)}
+    states = {pid: process_state(pid) for pid in netns.netns_pids(ns)}
     if mode == "freeze":
         return {"stopped_processes": len(states)} if all(s in ("T", "t", "") for s in states.values()) else None
     running = [pid for pid, s in states.items() if s not in ("", "Z", "X")]
@@ -194,6 +223,13 @@ def sweep(env: LocalEnvironment) -> list[str]:
         if not env.member_running(m.name):
             env.start_member(m.name)
             done.append(f"restarted {m.name}")
+        elif any(a.startswith("GOFAIL_HTTP=") for a in env.state["members"][m.name]["args"]):
+            try:
+                for name in env.failpoints(m.name):
+                    env.clear_failpoint(m.name, name)
+                    done.append(f"cleared failpoint {name} of {m.name}")
+            except HarnessError as e:
+                done.append(f"could not clear the failpoints of {m.name}: {e}")
     for node in env.nodes:
         if env.restart_node_agents(node.name):
             done.append(f"restarted the node agents of {node.name}")

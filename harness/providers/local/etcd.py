@@ -12,15 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import EtcdSettings
+from harness.kube.binaries import ETCD_VERSION as PINNED
 from harness.errors import PrerequisiteError
 from harness.providers.base import Member
 
 # etcd issue 13766: 3.5.0-3.5.2 can lose consistency when a member is killed under load.
 UNSAFE_VERSIONS = ("3.5.0", "3.5.1", "3.5.2")
 MISSING_HINT = (
-    "install Debian's etcd-server (apt-get install etcd-server etcd-client, done by `make run` as root), "
+    "leave [etcd] binary unset for the pinned etcd (built from the Go module proxy on first use), "
     "or name a binary with ETCD_BIN=/path/to/etcd or [etcd] binary in the config file"
 )
+GOFAIL_PORT = 22381  # a failpoints build serves its failpoints here, on the member's address
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,14 @@ def parse_version(output: str) -> str:
 
 
 def find_etcd(settings: EtcdSettings) -> EtcdBinary:
-    """Resolve etcd and etcdctl, read the version, warn about known-unsafe releases."""
-    name = settings.binary or "etcd"
+    """Resolve etcd and etcdctl, read the version, warn about known-unsafe releases. Without a
+    binary of its own: the release of [etcd] version (default: the pinned one), built on first use."""
+    if settings.binary is None:
+        from harness.etcd_builds import etcd_binary
+
+        name = str(etcd_binary(settings.version or PINNED, settings.failpoints))
+    else:
+        name = settings.binary
     path = shutil.which(name) if os.sep not in name else (name if os.access(name, os.X_OK) else None)
     if path is None:
         raise PrerequisiteError(f"etcd binary {name!r} not found or not executable; {MISSING_HINT}")
@@ -70,7 +78,10 @@ def member_args(
     binary: EtcdBinary, member: Member, initial_cluster: str, data_dir: Path, settings: EtcdSettings, token: str
 ) -> list[str]:
     address = member.client_url.split("//")[1].split(":")[0]
+    # `ip netns exec` and `env` both exec: the pid started is etcd's own.
+    env = ["env", f"GOFAIL_HTTP={address}:{GOFAIL_PORT}"] if settings.failpoints else []
     args = [
+        *env,
         binary.path,
         f"--name={member.name}",
         f"--data-dir={data_dir}",
@@ -90,6 +101,10 @@ def member_args(
     # 3.4 defaults pre-vote off; 3.5+ defaults it on and still accepts the flag.
     if settings.pre_vote:
         args.append("--pre-vote=true")
+    if settings.snapshot_count is not None:
+        args.append(f"--snapshot-count={settings.snapshot_count}")
+    if settings.backend_batch_interval_ms is not None:
+        args.append(f"--backend-batch-interval={settings.backend_batch_interval_ms}ms")
     return args
 
 

@@ -223,6 +223,49 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         self.update(lambda st: st["members"][member].update(pid=pid))
         return pid
 
+    def pause_member(self, member: str) -> int | None:
+        pid = self.member_pid(member)
+        self.signal_member(member, signal.SIGSTOP)
+        return pid
+
+    def resume_member(self, member: str) -> None:
+        self.signal_member(member, signal.SIGCONT)
+
+    def member_paused(self, member: str) -> bool:
+        pid = self.member_pid(member)
+        return pid is not None and effects.process_state(pid) in ("T", "t")
+
+    # -- gofail failpoints (a failpoints build serves them on GOFAIL_HTTP) ----
+    def _gofail(self, member: str, method: str, path: str, body: str | None = None) -> str:
+        m = self.member(member)
+        if not any(a.startswith("GOFAIL_HTTP=") for a in self.state["members"][m.name]["args"]):
+            raise ConfigError(f"{member} was not started with failpoints; set [etcd] failpoints = true (an etcd built "
+                              "with gofail: harness.etcd_builds) and bring the region up again")
+        address = m.client_url.split("//")[1].split(":")[0]
+        conn = netns.NsHTTPConnection(address, etcdproc.GOFAIL_PORT, self.config.timeouts.status_request * 4,
+                                      self.names.client_ns(m.zone))
+        try:
+            conn.request(method, path, body)
+            resp = conn.getresponse()
+            text = resp.read().decode(errors="replace")
+        except OSError as e:
+            raise EnvironmentStateError(f"{member}'s failpoints at {address}:{etcdproc.GOFAIL_PORT}: {e}") from None
+        finally:
+            conn.close()
+        if resp.status >= 300:
+            raise EnvironmentStateError(f"{member}'s failpoints: {method} {path}: HTTP {resp.status}: {text[:200]}")
+        return text
+
+    def set_failpoint(self, member: str, name: str, action: str) -> None:
+        self._gofail(member, "PUT", f"/{name}", action)
+
+    def clear_failpoint(self, member: str, name: str) -> None:
+        self._gofail(member, "DELETE", f"/{name}")
+
+    def failpoints(self, member: str) -> dict[str, str]:
+        listed = self._gofail(member, "GET", "/")
+        return {k: v for k, _, v in (line.partition("=") for line in listed.splitlines()) if v}
+
     # -- faults (the ledger is StateBacked's) -------------------------------
     def cut_zone(self, zone: str) -> dict[str, Any]:
         return effects.cut_zone(self, zone)
@@ -232,6 +275,15 @@ class LocalEnvironment(StateBacked, EtcdMembers):
 
     def zone_cut_effect(self, zone: str, data: dict[str, Any]) -> dict[str, Any] | None:
         return effects.zone_cut_effect(self, zone, data)
+
+    def cut_peer_traffic(self, member: str) -> dict[str, Any]:
+        return effects.cut_peer_traffic(self, self.member(member).name)
+
+    def restore_peer_traffic(self, member: str, data: dict[str, Any]) -> None:
+        effects.restore_peer_traffic(self, member, data)
+
+    def peer_cut_effect(self, member: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        return effects.peer_cut_effect(self, member, data)
 
     def acl_effect(self, zone: str, acl_ids: Collection[str]) -> dict[str, Any] | None:
         return effects.acl_effect(self, zone, acl_ids)

@@ -103,6 +103,12 @@ class ShootEtcd(EtcdMembers):
                  f"{member} (pid {pid}) gone after SIGKILL", self.config.timeouts.command)
         return pid
 
+    def member_running(self, member: str) -> bool:
+        try:
+            return _state(self._pid(member)) not in ("", "Z")
+        except (HarnessError, OSError, KeyError):
+            return False
+
     def start_member(self, member: str) -> int:
         """The node agent restarts a member that died after it was ready; wait until it answers."""
         wait_for(lambda: self.status()[member], lambda s: not isinstance(s, str),

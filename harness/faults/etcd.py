@@ -1,0 +1,122 @@
+"""Faults inside etcd and on its peer network, the ones historical etcd bugs need: etcd's own
+gofail failpoints (a crash before the log is saved, a sleep before a watch response), a member
+paused for a precise time, and a member's peer traffic blackholed while its clients still reach it."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any, ClassVar
+
+from harness.errors import ConfigError
+from harness.faults.base import Injection, lacks
+from harness.providers.base import Environment, MemberFailpoints, MemberProcesses, MemberSignals, PeerNetwork
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+# gofail's terms: [N%][N*]action[(argument)][->term]; actions off, return, sleep, panic, break, print.
+_ACTION = re.compile(r"(\d+(\.\d+)?%)?(\d+\*)?(off|return|sleep|panic|break|print)(\([^()]*\))?(->.*)?")
+
+
+class MemberFailpoint:
+    """One of etcd's failpoints on a member (e.g. raftBeforeSave=panic): the member must run an etcd
+    built with them (harness.etcd_builds, [etcd] failpoints)."""
+
+    kind: ClassVar[str] = "member-failpoint"
+
+    def __init__(self, name: str = "", action: str = "panic") -> None:
+        if not _NAME.fullmatch(name):
+            raise ConfigError(f"a failpoint needs a name like raftBeforeSave, got {name!r}")
+        if not _ACTION.fullmatch(action):
+            raise ConfigError(f"failpoint action {action!r} is not in gofail's terms: [N%][N*]off|return|sleep|panic|"
+                              "break|print[(argument)], e.g. panic, 1*panic, sleep(100)")
+        self.name, self.action = name, action
+
+    def available(self, env: Environment) -> str | None:
+        return lacks(env, MemberFailpoints, "set etcd's failpoints")
+
+    def validate(self, env: Environment, target: str) -> str:
+        return env.member(target).name
+
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        assert isinstance(env, MemberFailpoints)
+        ctx.record({"name": self.name})
+        env.set_failpoint(target, self.name, self.action)
+        return {"name": self.name, "action": self.action}
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, MemberFailpoints)
+        try:
+            set_now = env.failpoints(target)
+        except Exception:  # a panicking failpoint takes the server with it
+            if isinstance(env, MemberProcesses) and not env.member_running(target):
+                return {"failpoint": f"{self.name}={self.action}", "member": "gone (the failpoint fired)"}
+            return None
+        return {"failpoint": f"{self.name}={set_now[self.name]}"} if self.name in set_now else None
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        """Clear it where the member still runs; a member it took down is started again from its data."""
+        assert isinstance(env, MemberFailpoints)
+        running = not isinstance(env, MemberProcesses) or env.member_running(target)
+        if running:
+            env.clear_failpoint(target, data.get("name") or self.name)
+        elif isinstance(env, MemberProcesses):
+            env.start_member(target)
+
+
+class MemberPause:
+    """SIGSTOP of a member's process, then SIGCONT after `seconds` (a stop-the-world pause, a VM
+    frozen by its hypervisor); heal continues it at once."""
+
+    kind: ClassVar[str] = "member-pause"
+
+    def __init__(self, seconds: float = 1.0) -> None:
+        if not 0 < float(seconds) <= 600:
+            raise ConfigError(f"a pause lasts more than 0 and at most 600 s, got {seconds}")
+        self.seconds = float(seconds)
+
+    def available(self, env: Environment) -> str | None:
+        return lacks(env, MemberSignals, "pause etcd members")
+
+    def validate(self, env: Environment, target: str) -> str:
+        return env.member(target).name
+
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        assert isinstance(env, MemberSignals)
+        pid = env.pause_member(target)
+        timer = threading.Timer(self.seconds, env.resume_member, args=(target,))
+        timer.daemon = True
+        timer.start()
+        return {"pid": pid, "seconds": self.seconds}
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, MemberSignals)
+        return {"paused_pid": data.get("pid")} if env.member_paused(target) else None
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        assert isinstance(env, MemberSignals)
+        env.resume_member(target)
+
+
+class PeerBlackhole:
+    """Every packet of a member's peer traffic dropped (raft messages, snapshots), both ways; its
+    clients still reach it, so it serves what it has while the others go on without it."""
+
+    kind: ClassVar[str] = "peer-blackhole"
+
+    def available(self, env: Environment) -> str | None:
+        return lacks(env, PeerNetwork, "cut a member's peer traffic alone")
+
+    def validate(self, env: Environment, target: str) -> str:
+        return env.member(target).name
+
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        assert isinstance(env, PeerNetwork)
+        return env.cut_peer_traffic(target)
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, PeerNetwork)
+        return env.peer_cut_effect(target, data)
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        assert isinstance(env, PeerNetwork)
+        env.restore_peer_traffic(target, data)
