@@ -54,10 +54,13 @@ def _wrap(write: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
             except Exception as e:
                 if not isinstance(e, grpc.RpcError) and type(e).__module__.split(".")[0] not in LIBRARIES:
                     raise  # not a request failure: a bug to see, not a failed operation
-                code = e.code() if isinstance(e, grpc.RpcError) else None
+                # The library raises its own error in place of gRPC's (ConnectionFailedError for
+                # UNAVAILABLE); gRPC's, with its words on what happened, is the one it replaced.
+                rpc = next((x for x in (e, e.__cause__, e.__context__) if isinstance(x, grpc.RpcError)), None)
+                code = rpc.code() if rpc is not None else None
                 # Only a request that provably never left is a definite failure: gRPC could not
                 # connect at all. A reset, a timeout, a closed stream came after it was sent.
-                sure_not = code is not None and code.name == "UNAVAILABLE" and never_sent(str(e))
+                sure_not = code is not None and code.name == "UNAVAILABLE" and never_sent(str(rpc))
                 raise KVError(f"{fn.__name__}: {type(e).__name__}: {str(e)[:200]}", write and not sure_not) from None
 
         call.__name__ = fn.__name__
