@@ -46,6 +46,38 @@ def test_node_and_member_faults_heal(region_env: LocalEnvironment, kind: str) ->
     assert reachable(region_env, "etcd-1", "zone-a") and region_env.member_running("etcd-1")
 
 
+def test_member_pause_stops_the_member_for_its_time_and_heals(region_env: LocalEnvironment) -> None:
+    runner = FaultRunner(region_env, Timeline())
+    active = runner.inject("member-pause", "etcd-1", {"seconds": 30})
+    assert active.event.data["effect"]["observed"] and region_env.member_paused("etcd-1")
+    assert not reachable(region_env, "etcd-1", "zone-b")  # stopped: it answers nobody
+    runner.heal()  # before its 30 s: heal continues it at once
+    assert not region_env.member_paused("etcd-1") and reachable(region_env, "etcd-1", "zone-b")
+    active = runner.inject("member-pause", "etcd-1", {"seconds": 0.5})
+    time.sleep(1.0)
+    assert not region_env.member_paused("etcd-1"), "the pause ends by itself after its time"
+    runner.heal()
+
+
+def test_peer_blackhole_cuts_only_peer_traffic_and_heals(region_env: LocalEnvironment) -> None:
+    runner = FaultRunner(region_env, Timeline())
+    active = runner.inject("peer-blackhole", "etcd-1")
+    assert active.event.data["effect"]["router_dropped_packets"] > 0
+    assert reachable(region_env, "etcd-1", "zone-a"), "its clients still reach it"
+    assert fault_tables("it") == ["harness_peer_etcd_1"]
+    runner.heal()
+    assert fault_tables("it") == [] and region_env.state["faults"] == []
+
+
+def test_sweep_removes_a_pause_and_a_peer_blackhole_the_ledger_lost(region_env: LocalEnvironment) -> None:
+    region_env.pause_member("etcd-2")
+    region_env.cut_peer_traffic("etcd-1")
+    done = heal_everything(region_env)
+    assert "removed nft table harness_peer_etcd_1" in done
+    assert not region_env.member_paused("etcd-2") and fault_tables("it") == []
+    region_env.wait_healthy(region_env.config.timeouts.recovery)
+
+
 def test_unknown_zone_is_a_clear_error_and_applies_nothing(region_env: LocalEnvironment) -> None:
     runner = FaultRunner(region_env, Timeline())
     with pytest.raises(ConfigError, match="unknown zone 'zone-x'; this environment has zones: zone-a, zone-b, zone-c"):

@@ -33,12 +33,9 @@ MARK = "Fails with:"
 
 # Then-steps whose failure on a real run is shown somewhere other than this suite, and where.
 SHOWN_ELSEWHERE: dict[str, str] = {
-    "harness.steps.checks: all members end with equal HashKV":
-        "make bugs: etcd 3.5.2's inconsistent revision after a kill (issue 13766) splits HashKV; no fault of the "
-        "harness makes correct members diverge",
     "harness.steps.shoot: (?P<name>etcd-[a-z]+) members end with equal HashKV":
-        "the same HashKV check as the region's (harness.probes.etcd.hashkv, validate.history.diverging_hashes) on "
-        "the shoot's members: shown failing by make bugs on the region's etcd",
+        "the same HashKV check as the region's (harness.steps.checks.equal_hashes) on the shoot's members, shown "
+        "failing in etcd_outage.feature with a follower's peer traffic cut",
 }
 
 

@@ -82,3 +82,9 @@ Feature: False statements about zone outages, judged on real runs
     And zone "zone-b" comes back
     And another client deletes the probe's keys
     Then no acknowledged write is lost
+
+  Scenario: Members end with equal HashKV while a follower's peer traffic stays cut
+    Fails with: members reach one revision once writes stopped
+    Given a put load of 300 ops/s on 20 shared keys from a client in every zone with a member, each through that member and watching it
+    When the peer traffic of a follower is blackholed until it is 50 revisions behind
+    Then all members end with equal HashKV
