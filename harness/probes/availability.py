@@ -30,6 +30,11 @@ class ProbeHistory:
     via_zone: str
     member_ids: dict[int, str]
     samples: list[Sample] = field(default_factory=list)
+    path: str = "etcd"  # what the writes go through ("etcd", "shoot-api"): one availability figure each
+
+    @property
+    def name(self) -> str:
+        return f"{self.path} via {self.via_zone}"
 
     def writes(self) -> list[Sample]:
         return [s for s in self.samples if s.kind == "write"]
@@ -42,6 +47,7 @@ class ProbeHistory:
             "prefix": self.prefix,
             "via_zone": self.via_zone,
             "member_ids": {str(k): v for k, v in self.member_ids.items()},
+            "path": self.path,
             "fields": SAMPLE_FIELDS,
             "samples": [[getattr(s, f) for f in SAMPLE_FIELDS] for s in self.samples],
         }
@@ -54,7 +60,18 @@ class ProbeHistory:
             data["via_zone"],
             {int(k): v for k, v in data["member_ids"].items()},
             [Sample(**dict(zip(fields_, row))) for row in data["samples"]],
+            recorded_path(data),
         )
+
+
+def recorded_path(data: dict[str, Any]) -> str:
+    """A recorded history's path. Timelines written before it was recorded have none; there the shoot
+    API probe is the one without etcd member ids, whose samples all name one member: its path."""
+    if data.get("path"):
+        return str(data["path"])
+    fields_ = data.get("fields", [])
+    members = {row[fields_.index("member")] for row in data.get("samples", [])} if "member" in fields_ else set()
+    return members.pop() if len(members) == 1 and not data.get("member_ids") else "etcd"
 
 
 class AvailabilityProbe:

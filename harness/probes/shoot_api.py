@@ -91,7 +91,7 @@ class ShootApiProbe:
         self.client = lambda: ShootApiClient(seed.shoot_api, netns, pki, timeout)  # type: ignore[arg-type]
         self.timeline = timeline
         self.interval = interval
-        self.history = ProbeHistory(f"probe-{uuid.uuid4().hex[:8]}-", via_zone, {})
+        self.history = ProbeHistory(f"probe-{uuid.uuid4().hex[:8]}-", via_zone, {}, path=MEMBER)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="probe-shoot-api", daemon=True)
 

@@ -40,10 +40,10 @@ def record(path: Path, summary: dict[str, Any]) -> None:
             db.execute("INSERT OR REPLACE INTO scenarios VALUES (?,?,?)", (s["nodeid"], s["name"], s.get("feature")))
             db.execute("INSERT INTO results VALUES (?,?,?,?,?)",
                        (run, s["nodeid"], s["result"], s["duration_s"], (s.get("message") or "")[:2000]))
-            wu = s.get("write_unavailability") or {}
             figures = [(f["name"], f["value"], f["unit"]) for f in s["figures"] if isinstance(f["value"], (int, float))]
-            if wu.get("length_s") is not None:
-                figures.append(("write-unavailability window", wu["length_s"], "s"))
+            # One figure per write path, named by it, so each path's trend is its own line.
+            figures += [(f"write-unavailability window ({path})", g["length_s"], "s")
+                        for path, g in (s.get("write_unavailability") or {}).items() if g.get("length_s") is not None]
             for t in s.get("traffic", []):
                 figures += [(f"cross-zone {pair}", v.get("wire_kib_s"), "KiB/s") for pair, v in t["pairs"].items()]
             db.executemany("INSERT INTO figures VALUES (?,?,?,?,?)", [(run, s["nodeid"], *f) for f in figures])

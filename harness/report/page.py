@@ -51,7 +51,10 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
     figures = [[escape(f["name"]), _fmt(f["value"], f["unit"]), _fmt(f.get("at"), "s")] for f in s["figures"]]
     faults = [[escape(w["fault"]), escape(str(w.get("target"))), _fmt(w.get("injected_at") or w["start"], "s"),
                _fmt(w.get("healed_at") or w.get("end"), "s")] for w in s["fault_windows"]]
-    wu = s.get("write_unavailability")
+    # One row per write path: one path's writes say nothing of another's.
+    unavailable = [[escape(path), _fmt(g.get("length_s"), "s"), _fmt(g.get("start"), "s"), _fmt(g.get("end"), "s"),
+                    "still open at the window's end: writes had not resumed" if g.get("open") else "writes resumed"]
+                   for path, g in (s.get("write_unavailability") or {}).items()]
     loads = [[escape(l["profile"]), _fmt(l.get("rate"), "ops/s"), _fmt(l.get("ops_per_s"), "ops/s"),
               _fmt(l.get("requests")), _fmt(l.get("failures")), _fmt(l.get("p99_ms"), "ms")] for l in s["load"]]
     traffic = [[escape(pair), _fmt(v.get("wire_kib_s"), "KiB/s"), _fmt(v.get("metrics_kib_s"), "KiB/s")]
@@ -86,11 +89,8 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
     parts.append("<h3>Done and expected (the steps, thresholds in their text)</h3>" + (_table(
         ["", "step", "status", "took"], steps) or "<p>no steps recorded</p>"))
     parts.append("<h3>Measured</h3>" + (_table(["figure", "value", "at"], figures) or "<p>no figures recorded</p>"))
-    if wu:
-        parts.append(f"<p>write-unavailability window: {_fmt(wu.get('length_s'), 's')} "
-                     f"(from {_fmt(wu.get('start'), 's')} to {_fmt(wu.get('end'), 's')})"
-                     f"{'' if wu.get('resumed') else ' — writes never resumed'}</p>")
-    parts += [_table(["fault", "target", "from", "to"], faults), _table(["load", "rate", "achieved", "requests",
+    parts += [_table(["write-unavailability window of", "longest gap", "from", "to", ""], unavailable),
+              _table(["fault", "target", "from", "to"], faults), _table(["load", "rate", "achieved", "requests",
               "failures", "p99"], loads), _table(["zone pair", "wire", "peer metrics"], traffic),
               _table(["anomaly", "details"], anomalies), _table(["placement", "pod", "zone", "node", "phase"], placement),
               _table(["pods sampled in", "samples", "failed to list", "fewest Running+ready per zone",

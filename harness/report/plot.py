@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from harness.report.summary import samples  # noqa: E402
+from harness.report.summary import probe_name, samples  # noqa: E402
 
 DPI = 80
 OK, FAILED, FAULT, LOAD, LEADER = "#2e7d32", "#c62828", "#ef9a9a", "#90caf9", "#6a1b9a"
@@ -52,13 +52,13 @@ def _probe_rows(ax: Any, timeline: dict[str, Any]) -> list[str]:
     labels: list[str] = []
     for i, history in enumerate(timeline.get("histories", [])):
         got = samples(history)
-        via = history.get("via_zone") or f"probe {i}"
+        name = probe_name(history)
         for kind in ("write", "read"):
             rows = [s for s in got if s.kind == kind]
             if not rows:
                 continue
             y = len(labels)
-            labels.append(f"{kind}s via {via}")
+            labels.append(f"{kind}s {name}")
             for ok, colour in ((True, OK), (False, FAILED)):
                 spans = merged((s.start, max(s.end, s.start + 0.002)) for s in rows if s.ok is ok)
                 if spans:

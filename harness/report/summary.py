@@ -8,11 +8,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
+from harness.probes.availability import recorded_path
 from harness.probes.samples import Sample
 from harness.report import figures as fig
 from harness.validate.availability import longest_write_gap
 
-SCHEMA = 1
+SCHEMA = 2  # 2: write_unavailability is per probe path
 
 
 def load_timeline(path: str | Path | None) -> dict[str, Any]:
@@ -43,18 +44,33 @@ def fault_windows(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_unavailability(timeline: dict[str, Any], windows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The longest stretch without an acknowledged probe write overlapping the fault windows
-    (from the first fault taking effect to the last heal, the stretch still open then included);
-    None without faults or write probes."""
-    writes = [s for h in timeline.get("histories", []) for s in samples(h) if s.kind == "write"]
-    if not windows or not writes:
-        return None
+def probe_name(history: dict[str, Any]) -> str:
+    """"<path> via <zone>", the name a probe's figures go by."""
+    return f"{recorded_path(history)} via {history.get('via_zone') or '?'}"
+
+
+def write_unavailability(timeline: dict[str, Any], windows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per write probe (by its name): the longest stretch without an acknowledged write of that probe
+    overlapping the fault windows (from the first fault taking effect to the last heal, the stretch
+    still open then included). Per probe because one path's acknowledgements say nothing about
+    another's: pooled, etcd's writes would hide the shoot API's outage. {} without faults."""
+    if not windows:
+        return {}
     start = min(w.get("effective_at") or w["injected_at"] or w["start"] for w in windows)
-    end = max((w["healed_at"] or w["end"] or max(s.end for s in writes)) for w in windows)
-    gap = longest_write_gap(writes, start, max(start, end))
-    return {"start": round(gap.start, 4), "end": round(gap.end, 4), "length_s": round(gap.length, 4),
-            "resumed": not gap.open}
+    out: dict[str, dict[str, Any]] = {}
+    for h in timeline.get("histories", []):
+        writes = [s for s in samples(h) if s.kind == "write"]
+        if not writes:
+            continue
+        # An unhealed fault's window ends where this probe stopped observing.
+        end = max(max(start, w["healed_at"] or w["end"] or max(s.end for s in writes)) for w in windows)
+        name = probe_name(h)
+        if name in out:  # two probes on one path from one zone: told apart by their key prefix
+            name = f"{name} ({h.get('prefix')})"
+        gap = longest_write_gap(writes, start, end)
+        out[name] = {"start": round(gap.start, 4), "end": round(gap.end, 4), "length_s": round(gap.length, 4),
+                     "open": gap.open}
+    return out
 
 
 def loads(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

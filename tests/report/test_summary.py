@@ -11,7 +11,8 @@ from harness.errors import ConfigError
 from harness.report import figures, find_run, new_run_id, summary, write_report
 from harness.report.history import results as history_results
 from harness.report.history import connect
-from tests.report.timelines import outage_timeline, results
+from harness.report.page import scenario_html
+from tests.report.timelines import outage_timeline, results, shoot_history
 
 ENV = {"provider": "local", "etcd_version": "3.4.23", "kubernetes_version": "v1.36.3", "zones": ["zone-a", "zone-b", "zone-c"]}
 
@@ -28,16 +29,42 @@ def test_a_scenario_summary_has_its_windows_and_figures() -> None:
     assert s["fault_windows"] == [{"fault": "zone-outage", "target": "zone-a", "start": 1.99, "end": 4.05,
                                    "injected_at": 2.0, "effective_at": None, "effect": None,
                                    "healed_at": 4.0}]
-    wu = s["write_unavailability"]
-    assert wu["resumed"] and 1.35 <= wu["length_s"] <= 1.5 and 1.9 <= wu["start"] <= 2.0
+    assert list(s["write_unavailability"]) == ["etcd via zone-b"]
+    wu = s["write_unavailability"]["etcd via zone-b"]
+    assert not wu["open"] and 1.35 <= wu["length_s"] <= 1.5 and 1.9 <= wu["start"] <= 2.0
     assert [f["name"] for f in s["figures"]] == ["time to a new leader", "write-unavailability window"]
 
 
 def test_writes_that_never_resume_are_said_so() -> None:
     tl = outage_timeline("x::y", gap=(2.0, 99.0))
-    wu = summary.scenario({"nodeid": "x::y"}, tl)["write_unavailability"]
+    wu = summary.scenario({"nodeid": "x::y"}, tl)["write_unavailability"]["etcd via zone-b"]
     # The stretch from the last acknowledged write to the last heal counts, still open then.
-    assert wu["resumed"] is False and wu["end"] == 4.0 and wu["start"] < 2.0 and wu["length_s"] > 2.0
+    assert wu["open"] is True and wu["end"] == 4.0 and wu["start"] < 2.0 and wu["length_s"] > 2.0
+
+
+def test_each_write_path_has_its_own_window_so_one_cannot_hide_another(tmp_path: Path) -> None:
+    # etcd's writes resume after 1.4 s; the shoot API's never do. Pooled, etcd's acknowledgements
+    # would fill the shoot API's outage and the window would read 1.4 s, resumed.
+    tl = outage_timeline("x::y", gap=(2.0, 3.4))
+    tl["histories"].append(shoot_history(gap=(2.0, 99.0)))
+    s = summary.scenario({"nodeid": "x::y", "result": "passed"}, tl)
+    per_path = s["write_unavailability"]
+    assert sorted(per_path) == ["etcd via zone-b", "shoot-api via zone-b"]
+    etcd, shoot = per_path["etcd via zone-b"], per_path["shoot-api via zone-b"]
+    assert not etcd["open"] and 1.35 <= etcd["length_s"] <= 1.5
+    assert shoot["open"] and shoot["end"] == 4.0 and shoot["start"] < 2.0 and shoot["length_s"] > 2.0
+    html = scenario_html(0, s, None, tmp_path)
+    assert "etcd via zone-b" in html and "shoot-api via zone-b" in html
+    assert html.count("still open at the window") == 1
+
+
+def test_a_timeline_recorded_before_paths_were_named_still_splits_them() -> None:
+    tl = outage_timeline("x::y", gap=(2.0, 3.4))
+    tl["histories"].append(shoot_history(gap=(2.0, 99.0)))
+    for h in tl["histories"]:
+        del h["path"]
+    per_path = summary.scenario({"nodeid": "x::y"}, tl)["write_unavailability"]
+    assert sorted(per_path) == ["etcd via zone-b", "shoot-api via zone-b"] and per_path["shoot-api via zone-b"]["open"]
 
 
 def test_figures_become_junit_properties() -> None:
@@ -97,7 +124,8 @@ def test_history_and_trends_accumulate_over_runs(tmp_path: Path) -> None:
         rows = history_results(db)
         assert [(r[0][:8], r[3]) for r in rows if r[2] == "scenario 1"] == [("20250101", "failed"), ("20250102", "passed")]
         names = {r[0] for r in db.execute("SELECT DISTINCT name FROM figures")}
-        assert {"time to a new leader", "write-unavailability window", "cross-zone zone-a->zone-b"} <= names
+        assert {"time to a new leader", "write-unavailability window", "write-unavailability window (etcd via zone-b)",
+                "cross-zone zone-a->zone-b"} <= names
         assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
     finally:
         db.close()

@@ -10,15 +10,31 @@ FIELDS = ["kind", "member", "start", "end", "ok", "seq", "revision", "leader", "
 LEADERS = {"1001": "etcd-0", "1002": "etcd-1", "1003": "etcd-2"}
 
 
-def outage_timeline(nodeid: str, gap: tuple[float, float] = (2.0, 3.4), seconds: float = 6.0) -> dict[str, Any]:
-    """A leader-zone outage from 2.0 s to 4.0 s; writes fail inside `gap`; leader 1001 -> 1002."""
-    samples: list[list[Any]] = []
+def _writes(member: str, gap: tuple[float, float], seconds: float, step: float) -> list[list[Any]]:
+    """A write every `step` s from 0 to `seconds`, failing inside `gap`."""
+    out: list[list[Any]] = []
     t, seq = 0.0, 0
     while t < seconds:
         seq += 1
         ok = not (gap[0] < t + 0.01 < gap[1])
-        samples.append(["write", "etcd-1", t, t + 0.01, ok, seq, 100 + seq if ok else None, None, None,
-                        None if ok else "timeout"])
+        out.append(["write", member, t, t + 0.01, ok, seq, 100 + seq if ok else None, None, None,
+                    None if ok else "timeout"])
+        t += step
+    return out
+
+
+def shoot_history(gap: tuple[float, float], seconds: float = 6.0) -> dict[str, Any]:
+    """The shoot API probe's history: a write every 0.1 s, failing inside `gap`."""
+    return {"prefix": "probe-s-", "via_zone": "zone-b", "member_ids": {}, "path": "shoot-api", "fields": FIELDS,
+            "samples": _writes("shoot-api", gap, seconds, 0.1)}
+
+
+def outage_timeline(nodeid: str, gap: tuple[float, float] = (2.0, 3.4), seconds: float = 6.0) -> dict[str, Any]:
+    """A leader-zone outage from 2.0 s to 4.0 s; writes fail inside `gap`; leader 1001 -> 1002."""
+    samples = _writes("etcd-1", gap, seconds, 0.05)
+    t, seq = 0.0, 0
+    while t < seconds:
+        seq += 1
         samples.append(["read", "etcd-1", t, t + 0.005, True, None, None, None, None, None])
         samples.append(["status", "etcd-1", t, t + 0.004, True, None, 100 + seq, 1001 if t < 3.0 else 1002, 2, None])
         t += 0.05
@@ -30,8 +46,8 @@ def outage_timeline(nodeid: str, gap: tuple[float, float] = (2.0, 3.4), seconds:
          "data": {"value": round(gap[1] - gap[0], 2), "unit": "s"}},
     ]
     return {"base_monotonic": 100.0, "events": events, "nodeid": nodeid,
-            "histories": [{"prefix": "/p/", "via_zone": "zone-b", "member_ids": LEADERS, "fields": FIELDS,
-                           "samples": samples}]}
+            "histories": [{"prefix": "/p/", "via_zone": "zone-b", "member_ids": LEADERS, "path": "etcd",
+                           "fields": FIELDS, "samples": samples}]}
 
 
 def traffic_timeline(nodeid: str, kib: float = 400.0) -> dict[str, Any]:
