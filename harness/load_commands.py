@@ -14,7 +14,7 @@ from harness.load.runner import LoadRun
 from harness.probes.traffic import TrafficProbe
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
-from harness.validate.traffic import rates
+from harness.validate.traffic import SOURCES, rates, uncounted
 
 
 def _start(env: LocalEnvironment, profile: str, processes: int = 1) -> LoadRun | None:
@@ -54,11 +54,15 @@ def measure_traffic(env: LocalEnvironment, args: argparse.Namespace) -> int:
     finally:
         if run is not None:
             run.stop()
+    # Something not counted makes the figures partial: said, and the exit status says so too.
+    missing = [f"{source}: {line}" for source in SOURCES for line in uncounted(figures, source)]
     if args.json:
         print(json.dumps(figures))
-        return 0
+        return 1 if missing else 0
     print(f"{args.profile}: {figures['total_kib_s']['wire']} KiB/s across zones at the router, "
           f"{figures['total_kib_s']['metrics']} KiB/s by etcd's peer metrics, over {figures['seconds']} s")
     for pair, v in figures["pairs"].items():
-        print(f"  {pair:<18} wire {v['wire_kib_s']:>8} KiB/s   metrics {v['metrics_kib_s']:>8} KiB/s")
-    return 0
+        print(f"  {pair:<18} wire {v['wire_kib_s']!s:>8} KiB/s   metrics {v['metrics_kib_s']!s:>8} KiB/s")
+    for line in missing:
+        print(f"  not counted: {line}")
+    return 1 if missing else 0

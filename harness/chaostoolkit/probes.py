@@ -96,7 +96,8 @@ def write_availability(seconds: float = 3.0, via_zone: str | None = None,
 
 
 def cross_zone_traffic(seconds: float = 3.0, configuration: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Cross-zone KiB/s over `seconds` (router counters, and etcd's peer metrics): {"total_kib_s", "pairs"}."""
+    """Cross-zone KiB/s over `seconds` (router counters, and etcd's peer metrics): {"total_kib_s", "pairs"},
+    and the "gaps" and "resets" (failed scrapes, counters that went down) that left a figure None."""
     from harness.probes.traffic import TrafficProbe
     from harness.validate.traffic import rates
 
@@ -110,7 +111,9 @@ def cross_zone_traffic(seconds: float = 3.0, configuration: dict[str, Any] | Non
         figures = rates(first, probe.sample())
         return {"seconds": figures["seconds"], "total_kib_s": figures["total_kib_s"]["wire"],
                 "total_metrics_kib_s": figures["total_kib_s"]["metrics"],
-                "pairs": {p: v["wire_kib_s"] for p, v in figures["pairs"].items()}}
+                "pairs": {p: v["wire_kib_s"] for p, v in figures["pairs"].items()},
+                # None above where a counter could not be read at both ends; here which and why.
+                "gaps": figures["gaps"], "resets": figures["resets"]}
 
     return bounded(run, duration + 20, "cross-zone traffic probe")
 

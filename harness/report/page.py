@@ -59,6 +59,10 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
               _fmt(l.get("requests")), _fmt(l.get("failures")), _fmt(l.get("p99_ms"), "ms")] for l in s["load"]]
     traffic = [[escape(pair), _fmt(v.get("wire_kib_s"), "KiB/s"), _fmt(v.get("metrics_kib_s"), "KiB/s")]
                for t in s["traffic"] for pair, v in sorted(t["pairs"].items())]
+    # What a measurement could not count is shown, not left to read as a low rate.
+    uncounted = [[escape(e["source"]), escape(e.get("member") or e.get("pair") or ""), escape(kind),
+                  escape(e.get("reason", ""))]
+                 for t in s["traffic"] for kind in ("gaps", "resets") for e in t.get(kind, [])]
     anomalies = [[escape(a["name"]), escape(str({k: v for k, v in a.items() if k != "name"})[:400])] for a in s["anomalies"]]
     placement = [[escape(p["name"]), escape(pod.get("pod", "")), escape(str(pod.get("zone"))), escape(str(pod.get("node"))),
                   escape(str(pod.get("phase")))] for p in s["placement"] for pod in p["pods"]]
@@ -92,6 +96,7 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
     parts += [_table(["write-unavailability window of", "longest gap", "from", "to", ""], unavailable),
               _table(["fault", "target", "from", "to"], faults), _table(["load", "rate", "achieved", "requests",
               "failures", "p99"], loads), _table(["zone pair", "wire", "peer metrics"], traffic),
+              _table(["traffic not counted", "member or pair", "as", "why"], uncounted),
               _table(["anomaly", "details"], anomalies), _table(["placement", "pod", "zone", "node", "phase"], placement),
               _table(["pods sampled in", "samples", "failed to list", "fewest Running+ready per zone",
                       "most Pending"], pods)]

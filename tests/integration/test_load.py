@@ -101,7 +101,8 @@ def test_harness_load_and_measure_traffic_print_json() -> None:
     assert figures["profile"] == "gep-put-follower" and figures["requests"] > 200 and figures["failures"] == 0
     measured = cli("--name", "lc", "measure", "traffic", "--profile", "idle", "--seconds", "2", "--json", check=True)
     traffic = json.loads(measured.stdout.strip().splitlines()[-1])
-    assert set(traffic) == {"profile", "seconds", "pairs", "total_kib_s"} and len(traffic["pairs"]) == 6
+    assert set(traffic) == {"profile", "seconds", "pairs", "total_kib_s", "gaps", "resets"} and len(traffic["pairs"]) == 6
+    assert traffic["gaps"] == traffic["resets"] == []
     assert set(traffic["total_kib_s"]) == {"wire", "metrics"}
     bad = cli("--name", "lc", "load", "--profile", "gep-nonsense", "--seconds", "1")
     assert bad.returncode == 2 and "invalid choice: 'gep-nonsense'" in bad.stderr

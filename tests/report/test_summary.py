@@ -177,3 +177,17 @@ def test_plain_tests_are_listed_only_when_they_did_not_pass() -> None:
     assert [s["nodeid"] for s in built["scenarios"]] == ["features/f.py::a", "tests/unit/t.py::broken"]
     assert built["counts"] == {"failed": 1, "passed": 2, "skipped": 1} and built["other_tests_not_listed"] == 2
     assert built["ok"] is False and built["scenarios"][1]["crash"] == "AssertionError: boom"
+
+
+def test_traffic_that_could_not_be_counted_is_shown_with_the_member_and_why(tmp_path: Path) -> None:
+    from tests.report.timelines import traffic_timeline
+
+    tl = traffic_timeline("x::y")
+    measure = next(e for e in tl["events"] if e["kind"] == "traffic")
+    measure["data"]["gaps"] = [{"source": "metrics", "member": "etcd-0", "zone": "zone-a",
+                                "reason": "scrape failed at the first sample: ConnectionRefusedError: refused"}]
+    measure["data"]["total_kib_s"]["metrics"] = None
+    s = summary.scenario({"nodeid": "x::y", "result": "failed"}, tl)
+    assert s["traffic"][0]["gaps"][0]["member"] == "etcd-0" and s["traffic"][0]["resets"] == []
+    html = scenario_html(0, s, None, tmp_path)
+    assert "traffic not counted" in html and "etcd-0" in html and "scrape failed at the first sample" in html
