@@ -145,11 +145,16 @@ def timeline_figure(timeline: dict[str, Any], title: str) -> Figure:
     return fig
 
 
-def _traffic_bars(ax: Any, pairs: dict[str, dict[str, float]]) -> None:
+def _traffic_bars(ax: Any, pairs: dict[str, dict[str, float | None]]) -> None:
     names = sorted(pairs)
     xs = range(len(names))
-    ax.bar([x - 0.2 for x in xs], [pairs[n].get("wire_kib_s", 0) for n in names], 0.4, label="wire (router counters)")
-    ax.bar([x + 0.2 for x in xs], [pairs[n].get("metrics_kib_s", 0) for n in names], 0.4, label="etcd peer metrics")
+
+    def heights(key: str) -> list[float]:
+        # A pair that could not be counted (None) gets no bar rather than one of zero height.
+        return [float("nan") if pairs[n].get(key) is None else float(pairs[n][key]) for n in names]  # type: ignore[arg-type]
+
+    ax.bar([x - 0.2 for x in xs], heights("wire_kib_s"), 0.4, label="wire (router counters)")
+    ax.bar([x + 0.2 for x in xs], heights("metrics_kib_s"), 0.4, label="etcd peer metrics")
     ax.set_xticks(list(xs), names, fontsize=7, rotation=20)
     ax.set_ylabel("KiB/s")
     ax.set_title("cross-zone traffic per zone pair", fontsize=9, loc="left")

@@ -187,7 +187,11 @@ def test_traffic_that_could_not_be_counted_is_shown_with_the_member_and_why(tmp_
     measure["data"]["gaps"] = [{"source": "metrics", "member": "etcd-0", "zone": "zone-a",
                                 "reason": "scrape failed at the first sample: ConnectionRefusedError: refused"}]
     measure["data"]["total_kib_s"]["metrics"] = None
+    measure["data"]["pairs"]["zone-a->zone-b"]["metrics_kib_s"] = None
     s = summary.scenario({"nodeid": "x::y", "result": "failed"}, tl)
     assert s["traffic"][0]["gaps"][0]["member"] == "etcd-0" and s["traffic"][0]["resets"] == []
     html = scenario_html(0, s, None, tmp_path)
     assert "traffic not counted" in html and "etcd-0" in html and "scrape failed at the first sample" in html
+    from harness.report.plot import timeline_png
+
+    assert timeline_png(tl, "y")  # a pair without a figure gets no bar, and the plot is still drawn
