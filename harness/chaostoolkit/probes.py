@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.chaostoolkit.context import bounded, environment, positive, settings
 from harness.errors import ConfigError
@@ -13,10 +13,20 @@ from harness.reference.render import DEFAULT_NAMESPACE
 from harness.timeline import Timeline
 from harness.validate import availability as av
 
-__all__ = ["quorum", "write_availability", "cross_zone_traffic", "placement", "shoot_api_availability"]
+if TYPE_CHECKING:
+    from harness.etcd_gateway import Status
+
+__all__ = ["quorum", "quorum_from", "write_availability", "cross_zone_traffic", "placement", "shoot_api_availability"]
 
 MAX_PROBE_SECONDS = 120.0
 ZONE_FAULTS = ("zone-outage", "aws-zone-outage")
+
+
+class EtcdEnvironment(Environment, Protocol):
+    """An environment whose etcd members' status can be asked from a client zone (EtcdMembers)."""
+
+    def status(self, via_zone: str | None = None) -> dict[str, Status | str]: ...
+    def leader(self) -> str | None: ...
 
 
 def _etcd(env: Environment) -> Any:
@@ -40,15 +50,25 @@ def _surviving_zone(env: Environment, via_zone: str | None) -> str:
     return zone
 
 
-def quorum(configuration: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Members that answer, and the leader(s) they name: {"members", "healthy", "unreachable", "leaders"}."""
+def quorum(via_zone: str | None = None, configuration: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Members that answer a client in `via_zone` (default: a zone no zone fault cut off;
+    "follower": such a zone without the etcd leader), and the leader(s) they name:
+    {"via_zone", "members", "healthy", "unreachable", "leaders"}."""
     env = _etcd(environment(configuration))
-    statuses = bounded(lambda: env.status(), env.config.timeouts.status_request * (len(env.members) + 1) + 5,
-                       "etcd member status")
+    rounds = 2 if via_zone == "follower" else 1  # "follower" asks every member once more for the leader
+    return bounded(lambda: quorum_from(env, via_zone), env.config.timeouts.status_request * (rounds * len(env.members) + 1) + 5,
+                   "etcd member status")
+
+
+def quorum_from(env: EtcdEnvironment, via_zone: str | None = None) -> dict[str, Any]:
+    """probes.quorum's figures for `env`. Asked from each member's own zone instead of the client's,
+    every member of a cut-off zone would still answer and a majority would hold through any outage."""
+    zone = _surviving_zone(env, via_zone)
+    statuses = env.status(zone)
     by_id = {s.member_id: name for name, s in statuses.items() if not isinstance(s, str)}
     healthy = sorted(by_id.values())
     leaders = sorted({by_id.get(s.leader, str(s.leader)) for s in statuses.values() if not isinstance(s, str) and s.leader})
-    return {"members": len(env.members), "healthy": healthy,
+    return {"via_zone": zone, "members": len(env.members), "healthy": healthy,
             "unreachable": {n: s for n, s in statuses.items() if isinstance(s, str)}, "leaders": leaders}
 
 

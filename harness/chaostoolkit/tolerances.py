@@ -32,11 +32,16 @@ def _within(check: Callable[[], object]) -> bool:
 
 
 def quorum(value: dict[str, Any] | None = None) -> bool:
-    """A majority of the members answer and all that answer name one leader (output of probes.quorum)."""
+    """A majority of the members answer the probe's client zone, and all that answer name one
+    leader that answers too (output of probes.quorum): followers cut off from their leader still
+    name it until they elect another, and that is no quorum for the client."""
     def check() -> None:
+        seen = f"a client in {value['via_zone']}"
         judge.holds(len(value["healthy"]) > value["members"] // 2,
-                    f"a majority of the {value['members']} etcd members answer", seen=value)
+                    f"a majority of the {value['members']} etcd members answer {seen}", seen=value)
         judge.equal(len(value["leaders"]), 1, f"number of leaders the members name ({value['leaders']})")
+        judge.holds(value["leaders"][0] in value["healthy"],
+                    f"the leader the members name ({value['leaders'][0]}) answers {seen}", seen=value)
     return _within(check)
 
 

@@ -62,7 +62,7 @@ def test_region_not_up(tmp_path: Path) -> None:
 
 
 def test_tolerances_judge_through_harness_judge() -> None:
-    held = {"members": 3, "healthy": ["etcd-0", "etcd-1"], "unreachable": {"etcd-2": "timeout"}, "leaders": ["etcd-0"]}
+    held = {"via_zone": "zone-c", "members": 3, "healthy": ["etcd-0", "etcd-1"], "unreachable": {"etcd-2": "timeout"}, "leaders": ["etcd-0"]}
     assert tolerances.quorum(value=held)
     assert not tolerances.quorum(value=held | {"healthy": ["etcd-0"]})
     assert not tolerances.quorum(value=held | {"leaders": []})
