@@ -114,7 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--screenshot", action="store_true",
                         help="render index.html in headless chromium, save screenshot.png in the run directory, print its path")
     nightly = sub.add_parser("nightly", help="run the whole suite on the configured provider with the report on; print "
-                                             "where the report is; exit non-zero when any scenario fails")
+                                             "where the report is and every test that did not run (with its skip reason); "
+                                             "exit non-zero when any scenario fails, or none ran (5 when pytest saw no failure)")
     nightly.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments (after --)")
     conventions_cli.add_parser(sub)
     return p
@@ -285,22 +286,33 @@ def _report(config: Config, args: argparse.Namespace) -> int:
 
 
 def _nightly(config: Config, args: argparse.Namespace) -> int:
+    import json
     import subprocess
 
-    from harness.report.runs import find_run
+    from harness.report.nightly import verdict
+    from harness.report.runs import new_run_id
 
+    # The run id is ours, so the summary read back is this run's, never an older `latest`.
+    run_id = new_run_id()
     extra = [a for a in args.pytest_args if a != "--"]
-    cmd = [sys.executable, "-m", "pytest", "--harness-report", "--provider", config.provider.name,
-           *(["--harness-config", str(args.config)] if args.config else []), *extra]
+    cmd = [sys.executable, "-m", "pytest", "--harness-report", "--harness-run-id", run_id,
+           "--provider", config.provider.name, *(["--harness-config", str(args.config)] if args.config else []), *extra]
     print(f"harness nightly: {' '.join(cmd)}", flush=True)
     code = subprocess.call(cmd)
+    run_dir = config.reports_dir / run_id
     try:
-        index = find_run(config.reports_dir) / "index.html"
-        print(f"harness nightly: report {index} (pytest exit status {code})")
-    except ConfigError as e:
-        print(f"harness nightly: no report: {e}", file=sys.stderr)
+        summary = json.loads((run_dir / "summary.json").read_text())
+    except (OSError, ValueError) as e:
+        print(f"harness nightly: no report of this run in {run_dir} ({e}); cannot tell which scenarios ran "
+              f"(pytest exit status {code})", file=sys.stderr)
         return code or 1
-    return code
+    print(f"harness nightly: report {run_dir / 'index.html'} (pytest exit status {code})")
+    result = verdict(summary, code)
+    for line in result.lines:
+        print(f"harness nightly: {line}")
+    if result.problem:
+        print(f"harness nightly: {result.problem}", file=sys.stderr)
+    return result.status
 
 
 def _dispatch(args: argparse.Namespace, config: Config) -> int:

@@ -61,6 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-report", action="store_true", default=False,
                     help="write the run's report to reports/<run-id>/ (JUnit, cucumber JSON, summary.json, index.html), "
                          "reports/latest pointing at it, and the trends; also on failure and interruption")
+    group.addoption("--harness-run-id", default=None,
+                    help="the report's run id (default: a new one; `harness nightly` names it to read its own run back)")
 
 
 def pytest_cmdline_main(config: pytest.Config) -> None:
@@ -100,7 +102,11 @@ def pytest_configure(config: pytest.Config) -> None:
         path = config.getoption("harness_config")
         loaded = load_config(Path(path) if path else None,
                              {"provider.name": config.getoption("provider")} if config.getoption("provider") else {})
-        recorder = RunRecorder(loaded.reports_dir, new_run_id())
+        run_id = config.getoption("harness_run_id") or new_run_id()
+        if Path(run_id).name != run_id or run_id.startswith("."):
+            raise pytest.UsageError(f"--harness-run-id must be a plain directory name (e.g. 20250101T120000Z-3fa9c1), "
+                                    f"got {run_id!r}")
+        recorder = RunRecorder(loaded.reports_dir, run_id)
         recorder.environment["provider"] = loaded.provider.name
         recorder.run_dir.mkdir(parents=True, exist_ok=True)
         config.stash[_RECORDER] = recorder

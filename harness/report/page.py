@@ -106,13 +106,22 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
     return "\n".join(p for p in parts if p)
 
 
+def _not_run_item(entry: dict[str, Any] | str) -> str:
+    """A test that did not run, with why (schema 1 summaries held bare node ids)."""
+    if isinstance(entry, str):
+        return f"<li>{escape(entry)}</li>"
+    return f"<li>{escape(entry['nodeid'])}: {escape(entry.get('reason') or '')}</li>"
+
+
 def render(summary: dict[str, Any], run_dir: Path, plot: Callable[[int, dict[str, Any]], str | None]) -> str:
     """The page; `plot(index, scenario)` gives each scenario's PNG (base64) or None."""
     env = summary.get("environment", {})
     counts = ", ".join(f"{n} {k}" for k, n in summary.get("counts", {}).items()) or "no scenarios"
     if summary.get("other_tests_not_listed"):
         counts += f" ({summary['other_tests_not_listed']} passed or skipped tests that are not scenarios are not listed)"
-    state = "interrupted" if summary.get("interrupted") else ("all passed" if summary.get("ok") else "failures")
+    state = ("interrupted" if summary.get("interrupted") else "all passed" if summary.get("ok")
+             else "nothing ran" if not sum(n for k, n in summary.get("counts", {}).items() if k != "skipped")
+             else "failures")
     env_rows = [[escape(k), escape(", ".join(v) if isinstance(v, list) else str(v))] for k, v in env.items()]
     nav = " ".join(f'<a href="#scenario-{i}">{escape(s["name"][:40])}</a>' for i, s in enumerate(summary["scenarios"]))
     sections = [scenario_html(i, s, plot(i, s), run_dir) for i, s in enumerate(summary["scenarios"])]
@@ -126,7 +135,7 @@ def render(summary: dict[str, Any], run_dir: Path, plot: Callable[[int, dict[str
         f'<a href="junit.xml">JUnit</a> · <a href="cucumber.json">cucumber JSON</a> · '
         f'<a href="summary.json">summary.json</a> · <a href="../trends.html">trends</a></p>',
         _table(["environment", ""], env_rows), f"<nav>{nav}</nav>", *sections,
-        (f"<h3>Not run ({len(not_run)})</h3><ul>" + "".join(f"<li>{escape(n)}</li>" for n in not_run) + "</ul>")
+        (f"<h3>Not run ({len(not_run)})</h3><ul>" + "".join(_not_run_item(n) for n in not_run) + "</ul>")
         if not_run else "",
         "</body></html>",
     ])

@@ -13,7 +13,8 @@ from harness.probes.samples import Sample
 from harness.report import figures as fig
 from harness.validate.availability import longest_write_gap
 
-SCHEMA = 2  # 2: write_unavailability is per probe path
+SCHEMA = 2  # 2: write_unavailability per probe path; not_run lists {nodeid, name, reason}, skipped included
+NEVER_STARTED = "never started: the session ended before it"
 
 
 def load_timeline(path: str | Path | None) -> dict[str, Any]:
@@ -135,6 +136,23 @@ def scenario(result: dict[str, Any], timeline: dict[str, Any] | None = None) -> 
     }
 
 
+def _name(result: dict[str, Any]) -> str:
+    return result.get("name") or result["nodeid"].rpartition("::")[2]
+
+
+def not_run(results: list[dict[str, Any]], never_started: list[str]) -> list[dict[str, Any]]:
+    """Every test that did not run and why: the skipped ones with their skip reason (a run whose
+    scenarios all skip is no green run), then those the session never reached."""
+    skipped = [{"nodeid": r["nodeid"], "name": _name(r), "reason": r.get("message") or "skipped without a reason"}
+               for r in results if r.get("result") == "skipped"]
+    return skipped + [{"nodeid": n, "name": n.rpartition("::")[2], "reason": NEVER_STARTED} for n in never_started]
+
+
+def scenarios_ran(results: list[dict[str, Any]]) -> int:
+    """Gherkin scenarios that ran (passed, failed, or were cut short); a skipped one did not."""
+    return sum(1 for r in results if r.get("feature") and r.get("result") != "skipped")
+
+
 def build(run_id: str, results: list[dict[str, Any]], environment: dict[str, Any], session: dict[str, Any],
           timelines: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The whole run's summary; `timelines` (nodeid -> timeline) overrides reading the files."""
@@ -143,13 +161,18 @@ def build(run_id: str, results: list[dict[str, Any]], environment: dict[str, Any
     # Gherkin scenarios are what people read; a plain test is listed only when it did not pass
     # (JUnit has them all), so a `make test` report is not a thousand unit tests long.
     listed = [r for r in results if r.get("feature") or r.get("result") not in ("passed", "skipped")]
+    ran = sum(n for result, n in counts.items() if result != "skipped")
     return {
         "schema": SCHEMA,
         "run_id": run_id,
         **session,
         "environment": environment,
         "counts": dict(sorted(counts.items())),
-        "ok": not session.get("interrupted") and all(r.get("result") in ("passed", "skipped") for r in results),
+        # A run in which nothing ran (all skipped, none collected) passed nothing: not ok.
+        "ok": not session.get("interrupted") and ran > 0
+        and all(r.get("result") in ("passed", "skipped") for r in results),
+        "scenarios_ran": scenarios_ran(results),
+        "not_run": not_run(results, session.get("not_run", [])),
         "scenarios": [scenario(r, timelines.get(r["nodeid"])) for r in listed],
         "other_tests_not_listed": len(results) - len(listed),
     }

@@ -129,6 +129,7 @@ def test_an_interrupted_session_still_writes_its_report(pytester: pytest.Pyteste
     assert built["interrupted"] and built["exitstatus"] == 2 and not built["ok"], out[-2000:]
     assert [(s["name"], s["result"]) for s in built["scenarios"]] == [("first", "passed"), ("a long one", "interrupted")]
     assert [st["name"] for st in built["scenarios"][1]["steps"]][:2] == ["nothing", "we wait 60 s"]
-    assert built["not_run"] == ["test_features.py::test_never_reached"]
+    assert built["not_run"] == [{"nodeid": "test_features.py::test_never_reached", "name": "test_never_reached",
+                                 "reason": "never started: the session ended before it"}]
     assert (run / "junit.xml").exists() and (run / "index.html").exists()
     assert "interrupted</h1>" in (run / "index.html").read_text()
