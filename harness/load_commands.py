@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from harness.load.profiles import resolve
 from harness.load.runner import LoadRun
@@ -27,10 +29,16 @@ def _start(env: LocalEnvironment, profile: str, processes: int = 1) -> LoadRun |
     return run
 
 
-def run_load(env: LocalEnvironment, args: argparse.Namespace) -> int:
-    run = _start(env, args.profile, args.processes)
-    assert run is not None
-    print(f"[harness] {args.profile} for {args.seconds:g} s from {run.netns}, history in {run.workdir / 'history'}", flush=True)
+def _progress(message: str) -> None:
+    """Progress goes to stderr: stdout holds only the result, exactly one JSON object under --json."""
+    print(f"[harness] {message}", file=sys.stderr, flush=True)
+
+
+def run_load(env: LocalEnvironment, args: argparse.Namespace,
+             start: Callable[[LocalEnvironment, str, int], LoadRun | None] = _start) -> int:
+    run = start(env, args.profile, args.processes)
+    assert run is not None  # the parser offers no `idle`
+    _progress(f"{args.profile} for {args.seconds:g} s from {run.netns}, history in {run.workdir / 'history'}")
     time.sleep(args.seconds)
     stats = run.stop()
     out = {"profile": args.profile, "seconds": args.seconds} | {k: stats[k] for k in ("requests", "failures", "ops_per_s", "p99_ms")}
