@@ -1,4 +1,5 @@
-"""A real AWS API for the AWS faults: moto in server mode, in its own process, with authentication on.
+"""A real AWS API for the AWS faults: the local cloud's server (moto in server mode, Inactive access
+keys refused as on AWS), in its own process, with authentication on.
 
 The server is started with INITIAL_NO_AUTH_ACTION_COUNT=3: the first three API calls go through
 unauthenticated (creating the admin user, its policy and its access key); every call after that must
@@ -43,8 +44,8 @@ def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(BOOTSTRAP_CALLS)
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([sys.executable, "-m", "harness.providers.local.cloud_server", "-H", "127.0.0.1",
+                                 "-p", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30

@@ -9,7 +9,7 @@ import pytest
 from aws_support import Aws, Keys, World, allow, deny, unique
 from botocore.exceptions import ClientError
 
-from harness.aws.credentials import policy_name, resolve_principal, restore, revoke
+from harness.aws.credentials import policy_name, refused, resolve_principal, restore, revoke
 from harness.errors import ConfigError, FaultError
 
 
@@ -137,16 +137,21 @@ def test_deactivate_keys_bookkeeping_touches_exactly_the_active_keys(aws: Aws, i
     assert f"ha-harness/run/{run_id}" not in {t["Key"] for t in admin.list_user_tags(UserName=world.controller)["Tags"]}
 
 
-def test_moto_accepts_an_inactive_key_so_deactivation_is_checked_by_bookkeeping_only(
+def test_an_inactive_key_is_refused_as_aws_refuses_it_and_works_again_once_restored(
         aws: Aws, iam: Any, sts: Any, world: World) -> None:
-    """Evidence for the report: real AWS rejects an Inactive key (InvalidClientTokenId / AuthFailure);
-    moto 5.x does not look at the key's status. If this starts failing, moto enforces it: test the
-    denial instead."""
+    """moto 5.x alone does not look at a key's status; the local cloud's server refuses an Inactive
+    key as AWS does (EC2: AuthFailure; IAM, STS: InvalidClientTokenId), so the revocation bites."""
     data = revoke(iam, sts, world.controller, "deactivate-keys", unique("inactive"))
     try:
-        assert ec2_works(aws, world.controller_keys) == "ok"
+        assert ec2_works(aws, world.controller_keys) == "AuthFailure"
+        # What the fault awaits as its effect on the local cloud (which has the controller's keys).
+        assert refused(aws.client("ec2", world.controller_keys)) == {"refused": "AuthFailure"}
+        with pytest.raises(ClientError, match="InvalidClientTokenId"):
+            aws.client("sts", world.controller_keys).get_caller_identity()
+        assert ec2_works(aws, aws.admin) == "ok"  # only the deactivated key is refused
     finally:
         restore(iam, data)
+    assert ec2_works(aws, world.controller_keys) == "ok"
 
 
 def test_refuses_to_revoke_the_credentials_the_harness_calls_with(aws: Aws, iam: Any, sts: Any) -> None:

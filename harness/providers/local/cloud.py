@@ -1,7 +1,8 @@
 """The local cloud: the local region presented through a real AWS API, and kept in step with it.
 
-A moto server (its own process on loopback, authentication enforced) holds a VPC with one subnet
-per zone (the zone's own CIDR) and one EC2 instance per node (the node's address); a reconciler
+A moto server (its own process on loopback, authentication enforced, Inactive access keys refused
+as on AWS: cloud_server) holds a VPC with one subnet per zone (the zone's own CIDR) and one EC2
+instance per node (the node's address); a reconciler
 (another process, a region component like kwok) applies what that API says to the region: each
 subnet's network ACL becomes nftables rules in the router, a stopped instance a killed node. So the
 boto3 code that would run against real AWS (harness/aws) really blackholes a zone here.
@@ -139,8 +140,9 @@ def _start_moto(env: LocalEnvironment, wd: Path) -> str:
     log = log_dir(env.config, env.spec.name) / "cloud-moto.log"
     for _ in range(3):  # the free port may be taken before moto binds it
         port = _free_port()
-        popen, record = spawn("moto", [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              log, child_env)
+        # moto's server behind a check that refuses Inactive access keys, as AWS does (cloud_server).
+        popen, record = spawn("moto", [sys.executable, "-m", "harness.providers.local.cloud_server",
+                                       "-H", "127.0.0.1", "-p", str(port)], log, child_env)
         _remember(env, "moto", record)
         endpoint = f"http://127.0.0.1:{port}"
         if _serving(endpoint, popen, env.config.timeouts.region_up):

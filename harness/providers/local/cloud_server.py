@@ -1,0 +1,92 @@
+"""The local cloud's AWS API: moto's server, refusing requests signed with an Inactive access key.
+
+moto 5.x authenticates a request by its key id and signature but never looks at the key's status,
+so `aws-revoke-credentials --method deactivate-keys` would change nothing there. AWS refuses such a
+key: EC2 with 401 AuthFailure, IAM and STS with 403 InvalidClientTokenId. A small WSGI middleware
+in front of moto's application does the same, from moto's own IAM state (this process's).
+
+    python -m harness.providers.local.cloud_server -H 127.0.0.1 -p PORT
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import sys
+import uuid
+from collections.abc import Iterable
+from typing import Any, Callable
+from urllib.parse import parse_qs
+
+Environ = dict[str, Any]
+StartResponse = Callable[..., Any]
+WsgiApp = Callable[[Environ, StartResponse], Iterable[bytes]]
+
+# SigV4: "AWS4-HMAC-SHA256 Credential=AKID/20250101/eu-west-1/ec2/aws4_request, SignedHeaders=..., ..."
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/[^/]*/[^/]*/([^/,\s]+)/")
+
+EC2_REFUSAL = ("401 Unauthorized", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error>"
+               "<Code>AuthFailure</Code><Message>AWS was not able to validate the provided access credentials"
+               "</Message></Error></Errors><RequestID>{request_id}</RequestID></Response>")
+QUERY_REFUSAL = ("403 Forbidden", "<ErrorResponse><Error><Type>Sender</Type><Code>InvalidClientTokenId</Code>"
+                 "<Message>The security token included in the request is invalid.</Message></Error>"
+                 "<RequestId>{request_id}</RequestId></ErrorResponse>")
+
+
+def signer(environ: Environ) -> tuple[str, str] | None:
+    """The access key id a request is signed with and the service it names (SigV4 header, or a
+    presigned URL's X-Amz-Credential); None for an unsigned request."""
+    match = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+    if match:
+        return match.group(1), match.group(2)
+    credential = parse_qs(environ.get("QUERY_STRING", "")).get("X-Amz-Credential", [""])[0].split("/")
+    return (credential[0], credential[3]) if len(credential) >= 5 else None
+
+
+def refuse_inactive_keys(app: WsgiApp, inactive: Callable[[str], bool]) -> WsgiApp:
+    """`app`, but a request signed with a key `inactive` names is refused as AWS refuses it."""
+    def middleware(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        signed = signer(environ)
+        if signed is None or not inactive(signed[0]):
+            return app(environ, start_response)
+        status, body = EC2_REFUSAL if signed[1] == "ec2" else QUERY_REFUSAL
+        data = body.format(request_id=uuid.uuid4()).encode()
+        start_response(status, [("Content-Type", "text/xml"), ("Content-Length", str(len(data)))])
+        return [data]
+    return middleware
+
+
+def inactive_in_moto(key_id: str) -> bool:
+    """Whether moto's IAM (of any account it holds) has `key_id` as a user's Inactive access key."""
+    from moto.iam.models import iam_backends
+
+    for partitions in list(iam_backends.values()):
+        for backend in list(partitions.values()):
+            for user in list(backend.users.values()):
+                for key in list(user.access_keys):
+                    if key.access_key_id == key_id:
+                        return bool(key.status == "Inactive")
+    return False
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m harness.providers.local.cloud_server", description=__doc__)
+    p.add_argument("-H", "--host", default="127.0.0.1")
+    p.add_argument("-p", "--port", type=int, required=True)
+    args = p.parse_args(argv)
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import run_simple
+
+    # As moto.server does: its URLs (e.g. SQS queues) name the port; a clean exit on terminate.
+    os.environ.setdefault("MOTO_PORT", str(args.port))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    moto = DomainDispatcherApplication(create_backend_app)
+    moto.debug = True  # type: ignore[attr-defined]
+    run_simple(args.host, args.port, refuse_inactive_keys(moto, inactive_in_moto), threaded=True,
+               request_handler=MotoRequestHandler)
+
+
+if __name__ == "__main__":
+    main()
