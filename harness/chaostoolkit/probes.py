@@ -56,8 +56,8 @@ def quorum(via_zone: str | None = None, configuration: dict[str, Any] | None = N
     {"via_zone", "members", "healthy", "unreachable", "leaders"}."""
     env = _etcd(environment(configuration))
     rounds = 2 if via_zone == "follower" else 1  # "follower" asks every member once more for the leader
-    return bounded(lambda: quorum_from(env, via_zone), env.config.timeouts.status_request * (rounds * len(env.members) + 1) + 5,
-                   "etcd member status")
+    limit = env.config.timeouts.status_request * (rounds * len(env.members) + 1) + 5
+    return bounded(lambda: quorum_from(env, via_zone), limit, "etcd member status")
 
 
 def quorum_from(env: EtcdEnvironment, via_zone: str | None = None) -> dict[str, Any]:
