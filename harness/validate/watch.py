@@ -594,6 +594,17 @@ def lost_writes(
                 found.append(LostWrite(key, rev, value, f"the key holds the older {present[1]!r} from revision {present[0]}"))
             elif present[0] == rev and present[1] != value:
                 found.append(LostWrite(key, rev, value, f"the key holds {present[1]!r} at that same revision"))
+    # A revision is given once: one acknowledged for two different writes means the store went
+    # back after the first was acknowledged (a crash lost it) and handed its revision out again.
+    by_revision: dict[int, list[tuple[str, str | None]]] = {}
+    for key, versions in history.items():
+        for rev, value in versions:
+            by_revision.setdefault(rev, []).append((key, value))
+    for rev, writes in sorted(by_revision.items()):
+        if len(set(writes)) > 1:
+            for key, value in sorted(set(writes), key=str):
+                others = ", ".join(f"{k}={v!r}" for k, v in sorted(set(writes) - {(key, value)}, key=str))
+                found.append(LostWrite(key, rev, value, f"revision {rev} was acknowledged again for {others}"))
     acked = {(key, rev) for key, versions in history.items() for rev, value in versions if value is not None}
     doubtful: dict[str, float] = {}  # key -> when its first indeterminate delete was sent
     for d in deletes:

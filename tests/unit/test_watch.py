@@ -191,6 +191,17 @@ def test_lost_writes_superseded_or_final() -> None:
     assert w.lost_writes(HISTORY, {**final, "/a": (8, "a-later")}) == []  # superseded by a write we did not see acked
 
 
+def test_a_revision_acknowledged_for_two_writes_is_a_lost_write() -> None:
+    """A member that lost acknowledged entries in a crash hands their revisions out again: the
+    final state alone cannot show it when the key was overwritten since."""
+    history: KeyHistory = {"/a": [(7, "a1"), (9, "a2")], "/b": [(7, "b1")]}
+    final = {"/a": (9, "a2"), "/b": (7, "b1")}
+    lost = w.lost_writes(history, final)
+    assert [(x.key, x.revision) for x in lost] == [("/a", 7), ("/b", 7)]
+    assert "revision 7 was acknowledged again for /b='b1'" in lost[0].reason
+    assert w.lost_writes({"/a": [(7, "a1"), (9, "a2")], "/b": [(8, "b1")]}, {"/a": (9, "a2"), "/b": (8, "b1")}) == []
+
+
 def test_lost_writes_found() -> None:
     found = w.lost_writes(HISTORY, {"/b": (3, "b1"), "/other": (7, "o")})
     assert [str(a) for a in found] == [
