@@ -108,13 +108,13 @@ def _outage_state(seed: Seed, zone: str) -> bool:
     pods = [p for p in placement.observe(cluster.connect(seed.kube), NAMESPACE) if not p.deleting]
     in_zone = [p for p in pods if p.zone == zone]
     members_pending = [p for p in pods if p.component in ETCDS and p.node is None]
-    settled = all((p.phase == "Running" and p.ready) or (p.node is None and p.reason) for p in pods)
+    settled = all(p.serving or (p.node is None and p.reason) for p in pods)
     return not in_zone and len(members_pending) == len(ETCDS) and settled
 
 
 def _apiservers_outside(seed: Seed, zone: str) -> bool:
     pods = placement.of(placement.observe(cluster.connect(seed.kube), NAMESPACE), "kube-apiserver")
-    return bool(pods) and all(p.phase == "Running" and p.ready and p.zone not in (None, zone) for p in pods)
+    return bool(pods) and all(p.serving and p.zone not in (None, zone) for p in pods)
 
 
 def _not_ready(seed: Seed, nodes: set[str]) -> bool:
@@ -124,7 +124,7 @@ def _not_ready(seed: Seed, nodes: set[str]) -> bool:
 
 def _all_running(seed: Seed) -> bool:
     pods = placement.observe(cluster.connect(seed.kube), NAMESPACE)
-    return bool(pods) and all(p.phase == "Running" and p.ready for p in pods)
+    return bool(pods) and all(p.serving for p in pods)
 
 
 def zone_outage(env: LocalEnvironment, seed: Seed, zone: str, bounds: Bounds) -> ZoneResult:

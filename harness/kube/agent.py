@@ -378,27 +378,15 @@ class Agent:
             self._save()
         r.ready = _healthy(r.kind, r.ip)
         r.was_ready = r.was_ready or r.ready
-        self._report(r)
+        self._report(r, pod)
 
-    def _report(self, r: Running) -> None:
-        ready = "True" if r.ready else "False"
-        status = {
-            "phase": "Running",
-            "hostIP": self.args.host_ip,
-            "podIP": r.ip,
-            "podIPs": [{"ip": r.ip}],
-            "startTime": r.started,
-            "conditions": [{"type": t, "status": s, "lastTransitionTime": now()} for t, s in
-                           (("Initialized", "True"), ("ContainersReady", ready), ("Ready", ready))],
-            "containerStatuses": [{
-                "name": r.kind.split("-")[0] if r.kind == "etcd" else r.kind, "ready": r.ready, "started": True,
-                "restartCount": r.restarts, "image": r.kind, "imageID": "",
-                "state": {"running": {"startedAt": r.started}},
-            }],
-        }
-        key = json.dumps([ready, r.ip, r.restarts])
-        if key != r.reported:
-            self._patch(r.namespace, r.name, status)
+    def _report(self, r: Running, pod: Any = None) -> None:
+        """Patch the pod's status when it differs from what was last reported or from what the API
+        holds (`pod`, as listed): the node controller marks the pods of a NotReady node not Ready,
+        and a kubelet back on the network reports them again."""
+        key = json.dumps(["True" if r.ready else "False", r.ip, r.restarts])
+        if key != r.reported or (pod is not None and key != json.dumps(_held(pod))):
+            self._patch(r.namespace, r.name, pod_status(r, self.args.host_ip))
             r.reported = key
             self._save()
 
@@ -464,6 +452,35 @@ class Agent:
 
     def log(self, message: str) -> None:
         print(f"{now()} agent {self.node}: {message}", flush=True)
+
+
+def pod_status(r: Running, host_ip: str) -> dict[str, Any]:
+    """The status a kubelet reports: phase Running once the process started (the container
+    started); Ready, the pod's condition and its container's `ready`, only while the process's
+    health endpoint says it serves."""
+    ready = "True" if r.ready else "False"
+    return {
+        "phase": "Running",
+        "hostIP": host_ip,
+        "podIP": r.ip,
+        "podIPs": [{"ip": r.ip}],
+        "startTime": r.started,
+        "conditions": [{"type": t, "status": s, "lastTransitionTime": now()} for t, s in
+                       (("Initialized", "True"), ("ContainersReady", ready), ("Ready", ready))],
+        "containerStatuses": [{
+            "name": r.kind.split("-")[0] if r.kind == "etcd" else r.kind, "ready": r.ready, "started": True,
+            "restartCount": r.restarts, "image": r.kind, "imageID": "",
+            "state": {"running": {"startedAt": r.started}},
+        }],
+    }
+
+
+def _held(pod: Any) -> list[Any]:
+    """[Ready status, pod IP, restarts] as the API holds them for `pod` (the shape of Running.reported)."""
+    status = pod.status
+    ready = next((c.status for c in status.conditions or [] if c.type == "Ready"), "False")
+    restarts = sum(c.restart_count or 0 for c in status.container_statuses or [])
+    return [ready, status.pod_ip, restarts]
 
 
 def announce(ip: str, iface: str = "eth0") -> None:

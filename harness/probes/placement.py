@@ -10,6 +10,13 @@ from typing import Any, Iterable
 from harness.kube import cluster
 from harness.reference.components import component_of
 
+# What a pod-table cell says (GEP-20's tables, `the pods of the shoot control plane are`): RUNNING
+# is phase Running, the pod Ready and its node Ready, i.e. serving; a Running pod short of that is
+# RUNNING_NOT_READY. Other phases as Kubernetes names them.
+RUNNING = "Running"
+RUNNING_NOT_READY = "Running, not ready"
+STATES = (RUNNING, RUNNING_NOT_READY, "Pending", "Terminating", "Failed", "Succeeded", "Unknown")
+
 
 @dataclass(frozen=True)
 class PodPlacement:
@@ -24,6 +31,20 @@ class PodPlacement:
     deleting: bool
     labels: dict[str, str]
     ip: str | None = None
+    node_ready: bool | None = None  # its node's Ready condition; None without a node (or node unknown)
+
+    @property
+    def serving(self) -> bool:
+        """Running and Ready on a Ready node. A pod's Ready=True on a NotReady node is the last word
+        of a kubelet that stopped reporting (the node controller has not marked it False yet)."""
+        return self.phase == "Running" and self.ready and self.node_ready is not False
+
+    @property
+    def state(self) -> str:
+        """The pod as a table cell says it (see RUNNING)."""
+        if self.phase != "Running":
+            return self.phase
+        return RUNNING if self.serving else RUNNING_NOT_READY
 
     def domain(self, key: str) -> str | None:
         """The pod's topology domain: "zone", "node", "host", or any node label of its node."""
@@ -36,7 +57,10 @@ def observe(api: Any, namespace: str) -> list[PodPlacement]:
     core = k8s.CoreV1Api(api)
     with cluster.api_errors(f"listing pods in {namespace}"):
         pods = core.list_namespaced_pod(namespace).items
-        nodes = {n.metadata.name: n.metadata.labels or {} for n in core.list_node().items}
+        node_items = core.list_node().items
+    nodes = {n.metadata.name: n.metadata.labels or {} for n in node_items}
+    nodes_ready = {n.metadata.name: any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions if n.status else None) or [])
+                   for n in node_items}
     out = []
     for p in sorted(pods, key=lambda p: p.metadata.name):
         node = p.spec.node_name
@@ -57,6 +81,7 @@ def observe(api: Any, namespace: str) -> list[PodPlacement]:
             deleting=p.metadata.deletion_timestamp is not None,
             labels=labels,
             ip=p.status.pod_ip,
+            node_ready=nodes_ready.get(node) if node else None,
         ))
     return out
 
@@ -98,13 +123,18 @@ def disruption_budgets(api: Any, namespace: str) -> dict[str, dict[str, int]]:
     }
 
 
+def _ready(p: PodPlacement) -> str:
+    if p.ready and p.node_ready is False:
+        return "no (node NotReady)"  # Ready=True is stale: its kubelet stopped reporting
+    return "yes" if p.ready else "no"
+
+
 def table(pods: Iterable[PodPlacement]) -> str:
     """Pods by component, zone, node and phase, as a person reads `kubectl get pods -o wide`."""
     pods = list(pods)
     rows = [("COMPONENT", "POD", "ZONE", "NODE", "HOST", "PHASE", "READY")]
     for p in sorted(pods, key=lambda p: (p.component or "~", p.name)):
-        rows.append((p.component or "-", p.name, p.zone or "-", p.node or "-", p.host or "-", p.phase,
-                     "yes" if p.ready else "no"))
+        rows.append((p.component or "-", p.name, p.zone or "-", p.node or "-", p.host or "-", p.phase, _ready(p)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     reasons = [f"  {p.name}: {p.reason}" for p in pods if p.reason]

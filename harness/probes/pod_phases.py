@@ -19,7 +19,7 @@ EVENT = "pods"
 
 def bucket(pod: PodPlacement) -> str:
     if pod.phase == "Running":
-        return "ready" if pod.ready else "not_ready"
+        return "ready" if pod.serving else "not_ready"  # Ready on a NotReady node is stale
     return "pending" if pod.phase == "Pending" else "other"  # Terminating, Failed, Unknown, Succeeded
 
 

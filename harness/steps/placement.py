@@ -85,9 +85,10 @@ def _(shoot: Shoot, count: int, name: str, reason: str) -> None:
 
 @then("every pod of the shoot control plane is Running")
 def _(shoot: Shoot) -> None:
+    """Running as the pod tables mean it: phase Running, Ready, on a Ready node."""
     pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
-    judge.none_of([f"{p.name}: {p.phase} {p.reason or ''}".strip() for p in pods if p.phase != "Running"],
-                  "pods not Running")
+    judge.none_of([f"{p.name}: {p.state} {p.reason or ''}".strip() for p in pods if not p.serving],
+                  "pods not Running and ready")
 
 
 @then(parsers.parse("the busiest {domain} holds {count:d} {name} members"))
@@ -110,16 +111,21 @@ def _table_rows(datatable: list[list[str]]) -> Counter[tuple[str, str, str]]:
         raise ConfigError(f"the table needs the columns component | zone | phase, got {header}")
     for row in rows:
         component(row[0])
+        if row[2] not in placement.STATES:
+            raise ConfigError(f"phase {row[2]!r} in the table is none of {', '.join(placement.STATES)}")
     return Counter((c, z, ph) for c, z, ph in rows)
 
 
 def _pods_by_row(shoot: Shoot, names: set[str]) -> tuple[Counter[tuple[str, str, str]], list[placement.PodPlacement]]:
     pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
-    return Counter((p.component or "-", p.zone or "-", p.phase) for p in pods if p.component in names and not p.deleting), pods
+    return Counter((p.component or "-", p.zone or "-", p.state) for p in pods if p.component in names and not p.deleting), pods
 
 
 @then("the pods of the shoot control plane are")
 def _(shoot: Shoot, datatable: list[list[str]]) -> None:
+    """Pods per component, zone and state. "Running" means serving: phase Running, Ready, on a Ready
+    node; a Running pod short of that (starting, failing its health check, or on a NotReady node
+    whose kubelet stopped reporting) is "Running, not ready". Zone "-": not bound to a node."""
     expected = _table_rows(datatable)
     seen, pods = _pods_by_row(shoot, {c for c, _, _ in expected})
     judge.equal(dict(seen), dict(expected), "pods by component, zone and phase\n" + placement.table(pods))
@@ -127,6 +133,7 @@ def _(shoot: Shoot, datatable: list[list[str]]) -> None:
 
 @then(parsers.parse("within {limit:g} s the pods of the shoot control plane are"))
 def _(shoot: Shoot, datatable: list[list[str]], limit: float) -> None:
+    """As `the pods of the shoot control plane are` (the same states), the first time within the limit."""
     expected = _table_rows(datatable)
     names = {c for c, _, _ in expected}
     found = first_within(lambda: True if _pods_by_row(shoot, names)[0] == expected else None, "the expected pods", limit)
@@ -159,7 +166,7 @@ def _(shoot: Shoot, limit: float, count: int, name: str) -> None:
 @then(parsers.parse('within {limit:g} s all {count:d} {name} replicas are Running outside zone "{zone}"'))
 def _(shoot: Shoot, limit: float, count: int, name: str, zone: str) -> None:
     def outside() -> list[placement.PodPlacement]:
-        return [p for p in _pods(shoot, name) if p.phase == "Running" and p.ready and p.zone not in (None, zone)]
+        return [p for p in _pods(shoot, name) if p.serving and p.zone not in (None, zone)]
 
     first_within(lambda: True if len(outside()) == count else None, f"{count} {name} replicas outside {zone}", limit)
     judge.equal(len(outside()), count, f"{name} replicas Running and ready outside {zone} after {limit:g} s\n"

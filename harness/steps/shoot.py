@@ -107,7 +107,7 @@ def _(env: Environment, seed: Seed, limit: float, zone: str) -> None:
 def _(shoot: Shoot, limit: float) -> None:
     def not_running() -> list[str]:
         pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
-        return [f"{p.name}: {p.phase}{'' if p.ready else ', not ready'}" for p in pods if p.phase != "Running" or not p.ready]
+        return [f"{p.name}: {p.state}" for p in pods if not p.serving]
 
     first_within(lambda: True if not not_running() else None, "every pod Running and ready", limit)
     judge.none_of(not_running(), f"pods not Running and ready after {limit:g} s")

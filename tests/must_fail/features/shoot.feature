@@ -25,6 +25,17 @@ Feature: False statements about GEP-20's experiment, judged with the reference c
       | etcd-main   | -      | Pending |
     And within 5 s every pod of the shoot control plane is Running
 
+  Scenario: The kube-apiservers serve although the only etcd members they know are down
+    Their processes keep running outside the lost zone, but their /readyz fails without etcd:
+    the table's Running (serving) is false of them, they are Running, not ready.
+    Fails with: 'Running, not ready')
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real, its kube-apiservers given only the etcd members in zone "zone-a"
+    When zone "zone-a" goes down
+    Then within 20 s the pods of the shoot control plane are
+      | component      | zone   | phase   |
+      | kube-apiserver | zone-b | Running |
+      | kube-apiserver | zone-c | Running |
+
   Scenario: The member leaves its failed node at once
     Fails with: etcd-main members still bound to
     Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
