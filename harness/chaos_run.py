@@ -24,7 +24,7 @@ from harness.probes import placement
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged, converged_keys
 from harness.probes.etcd import hashkv
-from harness.probes.shoot_api import ShootApiProbe
+from harness.probes.shoot_api import ShootApiProbe, gone_on_read_back, read_back_errors
 from harness.providers.base import Seed
 from harness.providers.local.region import LocalEnvironment
 from harness.providers.local.shoot import ShootEtcd
@@ -64,7 +64,8 @@ class ZoneResult:
     etcd_acked: int = 0
     etcd_lost: int = 0
     shoot_acked: int = 0
-    shoot_lost: int = 0
+    shoot_lost: int = 0  # acknowledged, then gone on a read-back or missing at the end
+    shoot_read_errors: int = 0  # read-backs without an answer (timeout, 5xx): unavailability, reported
     hashes_equal: bool = False
     tables: dict[str, str] = field(default_factory=dict)
 
@@ -169,7 +170,9 @@ def zone_outage(env: LocalEnvironment, seed: Seed, zone: str, bounds: Bounds) ->
             raise HarnessError(f"could not read back the probe's keys from {member}: {keys}")
         lost |= set(lost_writes(history.acked(), seqs_from_keys(keys, history.prefix)))
     result.etcd_lost = len(lost)
-    result.shoot_lost = len(lost_writes(shoot_history.acked(), shoot.present()))
+    # A read-back that found an acknowledged ConfigMap gone (404) counts, as one missing at the end.
+    result.shoot_lost = len(lost_writes(shoot_history.acked(), shoot.present(), gone_on_read_back(shoot_history)))
+    result.shoot_read_errors = len(read_back_errors(shoot_history))
     equal = True
     for name in ETCDS:
         view = ShootEtcd(env, seed, NAMESPACE, name)
@@ -201,7 +204,8 @@ def run_all(env: LocalEnvironment, seed: Seed, report: Path, form: str = "gep20"
         print(f"  {zone} ({'leader' if r.had_leader else 'follower'} zone of etcd-main): nodes NotReady after "
               f"{r.not_ready_after} s; kube-apiservers Ready outside it after {r.apiserver_ready_after} s; GEP-20's table (members Pending) after {r.moved_after} s; longest write gap: etcd-main {r.etcd_write_gap} s, "
               f"shoot API {r.shoot_write_gap} s; every pod Running {r.recovered_after} s after the zone returned; "
-              f"{r.etcd_acked} etcd and {r.shoot_acked} shoot API writes acked, {r.etcd_lost + r.shoot_lost} lost; "
+              f"{r.etcd_acked} etcd and {r.shoot_acked} shoot API writes acked, {r.etcd_lost + r.shoot_lost} lost "
+              f"({r.shoot_read_errors} shoot API read-backs unanswered); "
               f"HashKV {'equal' if r.hashes_equal else 'DIFFER'} -> {'ok' if not problems else 'FAIL: ' + '; '.join(problems)}",
               flush=True)
     report.parent.mkdir(parents=True, exist_ok=True)

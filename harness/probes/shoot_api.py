@@ -2,7 +2,8 @@
 
 Every `interval` the writer creates a new ConfigMap (one per sequence number, so each acknowledged
 write can be looked for at the end) and reads the last acknowledged one back; requests leave from
-the client namespace of `via_zone`, as a client in that zone would reach the shoot. Samples go on
+the client namespace of `via_zone`, as a client in that zone would reach the shoot. A read-back
+answered 404 is recorded as such (READ_BACK_GONE): the acknowledged write is gone. Samples go on
 the scenario's timeline in the same shape as the etcd probes' (harness.probes.samples), so the
 same validators compute the shoot API's write gaps and lost writes.
 """
@@ -31,10 +32,17 @@ from harness.timeline import Timeline
 NAMESPACE = "default"
 PROBE_LABEL = "ha-harness/probe"
 MEMBER = "shoot-api"
+# How a read sample's error starts when the read-back found no such object: a lost write.
+READ_BACK_GONE = "gone (HTTP 404)"
 
 
 class ShootApiError(HarnessError):
-    """A request to the shoot API failed (unreachable, timed out or refused)."""
+    """A request to the shoot API failed (unreachable, timed out or refused); `status`: the HTTP
+    status when the API answered."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ShootApiClient:
@@ -58,7 +66,7 @@ class ShootApiClient:
             self.close()
             raise ShootApiError(f"{method} {path}: {type(e).__name__}: {e}") from None
         if resp.status >= 300:
-            raise ShootApiError(f"{method} {path}: HTTP {resp.status}: {payload.get('message', '')}")
+            raise ShootApiError(f"{method} {path}: HTTP {resp.status}: {payload.get('message', '')}", resp.status)
         return resp.status, payload
 
     def close(self) -> None:
@@ -112,7 +120,7 @@ class ShootApiProbe:
             while not self._stop.is_set():
                 began = time.monotonic()
                 seq += 1
-                name = f"{self.history.prefix}{seq:08d}"
+                name = configmap_name(self.history.prefix, seq)
                 body = {"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": name, "labels": {PROBE_LABEL: self.history.prefix[:-1]}},
                         "data": {"t": f"{self.timeline.now():.6f}"}}
@@ -127,10 +135,12 @@ class ShootApiProbe:
                 if acked:
                     t0 = self.timeline.now()
                     try:
-                        client.call("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps/{self.history.prefix}{acked:08d}")
+                        client.call("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps/"
+                                           f"{configmap_name(self.history.prefix, acked)}")
                         record(Sample("read", MEMBER, t0, self.timeline.now(), True, seq=acked))
                     except ShootApiError as e:
-                        record(Sample("read", MEMBER, t0, self.timeline.now(), False, seq=acked, error=str(e)[-160:]))
+                        error = f"{READ_BACK_GONE}: {str(e)[-120:]}" if e.status == 404 else str(e)[-160:]
+                        record(Sample("read", MEMBER, t0, self.timeline.now(), False, seq=acked, error=error))
                 self._stop.wait(max(0.0, self.interval - (time.monotonic() - began)))
         finally:
             client.close()
@@ -148,3 +158,21 @@ class ShootApiProbe:
 
     def close(self) -> None:
         self._tmp.cleanup()
+
+
+def configmap_name(prefix: str, seq: int) -> str:
+    return f"{prefix}{seq:08d}"
+
+
+def gone_on_read_back(history: ProbeHistory) -> list[int]:
+    """Acknowledged writes a read-back found missing (404): each is a lost write, even if the
+    object were back by the end."""
+    return sorted({s.seq for s in history.samples
+                   if s.kind == "read" and not s.ok and s.seq is not None and (s.error or "").startswith(READ_BACK_GONE)})
+
+
+def read_back_errors(history: ProbeHistory) -> list[str]:
+    """Read-backs that failed without an answer about the object (timeout, 5xx, refused): they
+    show the API unavailable, not the write lost; the final listing decides about those writes."""
+    return [f"{configmap_name(history.prefix, s.seq or 0)}: {s.error}" for s in history.samples
+            if s.kind == "read" and not s.ok and not (s.error or "").startswith(READ_BACK_GONE)]

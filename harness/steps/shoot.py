@@ -12,7 +12,7 @@ from harness.errors import ConfigError
 from harness.kube import cluster
 from harness.probes import placement
 from harness.probes.pod_phases import PodPhaseSampler
-from harness.probes.shoot_api import ShootApiProbe
+from harness.probes.shoot_api import NAMESPACE, ShootApiProbe, configmap_name, gone_on_read_back, read_back_errors
 from harness.providers.base import Environment, Seed
 from harness.providers.local.shoot import ShootEtcd
 from harness.reference.components import ETCDS, component
@@ -144,9 +144,14 @@ def _(shoot_probe: ShootApiProbe, outage: Outage, timeline: Timeline, limit: flo
 
 @then("no acknowledged shoot API write is lost")
 def _(shoot_probe: ShootApiProbe, probes: Any, timeline: Timeline) -> None:
+    """Lost: an acknowledged ConfigMap a read-back found gone (404) or the final listing lacks. A
+    read-back that failed otherwise (timeout, 5xx) says nothing about the write (the write-gap
+    step judges the outage); a final listing that fails is an error of this step, not a pass."""
     probes.stop_all()
     acked = shoot_probe.history.acked()
     judge.holds(len(acked) > 0, "the shoot API probe had acknowledged writes to check", seen=len(acked))
-    lost = lost_writes(acked, shoot_probe.present())
-    timeline.mark("figure", "lost shoot API writes", value=len(lost), unit="writes")
-    judge.none_of(lost, "acknowledged shoot API writes missing")
+    lost = lost_writes(acked, shoot_probe.present(), gone_on_read_back(shoot_probe.history))
+    timeline.mark("figure", "lost shoot API writes", value=len(lost), unit="writes",
+                  read_back_errors=len(read_back_errors(shoot_probe.history)))
+    judge.none_of([f"{NAMESPACE}/{configmap_name(shoot_probe.history.prefix, seq)}" for seq in lost],
+                  "acknowledged shoot API writes missing (gone on a read-back or at the end)")

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 
-def lost_writes(acked: Iterable[int], present: Iterable[int]) -> list[int]:
-    """Acknowledged writes that are not in the store: each one is data loss."""
-    have = set(present)
-    return sorted(seq for seq in set(acked) if seq not in have)
+def lost_writes(acked: Iterable[int], present: Iterable[int], gone: Iterable[int] = ()) -> list[int]:
+    """Acknowledged writes that are not in the store, or that a read-back found gone (`gone`, even
+    if back by the end): each one is data loss."""
+    have, acked_ = set(present), set(acked)
+    return sorted({seq for seq in acked_ if seq not in have} | (set(gone) & acked_))
 
 
 def seqs_from_keys(keys: Iterable[str], prefix: str) -> set[int]:
