@@ -100,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("--seconds", type=float, default=30.0, help="how long (default 30)")
     load.add_argument("--processes", type=int, default=1, help="locust --processes: more than one core (default 1)")
     load.add_argument("--json", action="store_true", help='print {"profile", "seconds", "requests", "failures", "ops_per_s", "p99_ms"}')
+    load.add_argument("--out", type=Path, default=None,
+                      help="keep locust's statistics and the recorded history in a new directory under OUT "
+                           "(default: the region's work directory, which `harness down` removes)")
     measure = sub.add_parser("measure", help="measure something of the region under a load profile")
     measure.add_argument("what", choices=["traffic"], help="traffic: bytes per zone pair, at the router and from etcd's peer metrics")
     measure.add_argument("--profile", default="idle", choices=list(PROFILES), help="load while measuring (default idle)")

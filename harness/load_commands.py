@@ -6,25 +6,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
 from harness.load.profiles import resolve
-from harness.load.runner import LoadRun
+from harness.load.runner import LoadRun, new_workdir, region_loads
 from harness.probes.traffic import TrafficProbe
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
 from harness.validate.traffic import SOURCES, rates, uncounted
 
 
-def _start(env: LocalEnvironment, profile: str, processes: int = 1) -> LoadRun | None:
+def _start(env: LocalEnvironment, profile: str, processes: int = 1, out: Path | None = None) -> LoadRun | None:
+    """Start the load; its statistics and history go under `out`, else the region's work directory."""
     resolved = resolve(profile, env, processes)
     if resolved is None:
         return None
     spec, netns = resolved
-    run = LoadRun(spec, netns, Path(tempfile.mkdtemp(prefix=f"harness-load-{profile}-")), Timeline()).start()
+    workdir = new_workdir(out or region_loads(env.config.state_dir, env.spec.name), f"load-{profile}")
+    run = LoadRun(spec, netns, workdir, Timeline()).start()
     run.wait_started()
     return run
 
@@ -35,8 +36,8 @@ def _progress(message: str) -> None:
 
 
 def run_load(env: LocalEnvironment, args: argparse.Namespace,
-             start: Callable[[LocalEnvironment, str, int], LoadRun | None] = _start) -> int:
-    run = start(env, args.profile, args.processes)
+             start: Callable[[LocalEnvironment, str, int, Path | None], LoadRun | None] = _start) -> int:
+    run = start(env, args.profile, args.processes, args.out)
     assert run is not None  # the parser offers no `idle`
     _progress(f"{args.profile} for {args.seconds:g} s from {run.netns}, history in {run.workdir / 'history'}")
     time.sleep(args.seconds)

@@ -12,14 +12,13 @@ import atexit
 import json
 import os
 import signal
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
 from harness.load.profiles import resolve
-from harness.load.runner import LoadRun
+from harness.load.runner import LoadRun, new_workdir, region_loads
 from harness.providers.base import Environment
 from harness.timeline import Timeline
 
@@ -53,7 +52,9 @@ def start(env: Environment, profile: str, max_duration: float) -> dict[str, Any]
     if resolved is None:
         raise ConfigError("profile idle runs no load; name another profile")
     spec, netns = resolved
-    run = LoadRun(spec, netns, Path(tempfile.mkdtemp(prefix=f"harness-chaos-load-{profile}-")), Timeline()).start()
+    # In the region's work directory, which `harness down` removes, like the process groups below.
+    workdir = new_workdir(region_loads(env.config.state_dir, env.config.region.name), f"chaos-{profile}")
+    run = LoadRun(spec, netns, workdir, Timeline()).start()
     with _lock:
         _running[profile] = run
         _record(env)

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -54,6 +55,19 @@ class LoadSpec:
 def _locust() -> list[str]:
     # As a module of this interpreter: whatever finds the harness finds locust beside it.
     return [sys.executable, "-m", "locust"]
+
+
+def new_workdir(base: Path, name: str) -> Path:
+    """A fresh directory for one load under `base` (created): a load outside a scenario keeps its
+    output in the region's work directory, which `harness down` removes, or where the user asked;
+    never in the system's temporary directory, where nothing would remove it."""
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
+
+
+def region_loads(state_dir: Path, region: str) -> Path:
+    """Where loads started outside a scenario (`harness load`, chaostoolkit) keep their output."""
+    return state_dir / region / "loads"
 
 
 FENCE_WAIT = 15.0  # seconds the watchers get to deliver the fence write

@@ -35,7 +35,7 @@ def load_args(*extra: str) -> argparse.Namespace:
 
 def test_load_json_prints_only_json_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = finished_run(tmp_path / "w")
-    assert run_load(None, load_args("--json"), start=lambda env, profile, processes: run) == 0  # type: ignore[arg-type]
+    assert run_load(None, load_args("--json"), start=lambda env, profile, processes, out: run) == 0  # type: ignore[arg-type]
     out, err = capsys.readouterr()
     assert json.loads(out) == {"profile": "gep-put-follower", "seconds": 0.0, "requests": 2980, "failures": 3,
                                "ops_per_s": 99.3, "p99_ms": 12.0}
@@ -44,7 +44,7 @@ def test_load_json_prints_only_json_on_stdout(tmp_path: Path, capsys: pytest.Cap
 
 def test_load_without_json_keeps_its_table_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = finished_run(tmp_path / "w")
-    run_load(None, load_args(), start=lambda env, profile, processes: run)  # type: ignore[arg-type]
+    run_load(None, load_args(), start=lambda env, profile, processes, out: run)  # type: ignore[arg-type]
     out, err = capsys.readouterr()
     assert out.splitlines()[0] == "gep-put-follower: 2980 requests, 3 failed, 99.3 ops/s, p99 12.0 ms"
     assert "[harness]" not in out and "[harness] gep-put-follower" in err
