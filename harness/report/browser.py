@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -38,14 +39,24 @@ class Rendered:
 
 class Chromium:
     def __init__(self, binary: str, width: int = 1280, height: int = 1600, start_timeout: float = 30) -> None:
-        self.profile = tempfile.mkdtemp(prefix="rp-chromium-")
+        # Removed by close(), also when chromium does not start; chromium's own temporary files
+        # (its singleton socket, shared memory) go in it too, not in the system's /tmp.
+        self._profile = tempfile.TemporaryDirectory(prefix="rp-chromium-", ignore_cleanup_errors=True)
+        self.profile = self._profile.name
         self.ws: Any = None
         self.log = Path(self.profile) / "stderr.log"  # a file, not a pipe nobody reads: chromium is chatty
-        with self.log.open("wb") as err:
-            self.proc = subprocess.Popen(
-                [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--hide-scrollbars", "--remote-debugging-port=0", f"--user-data-dir={self.profile}",
-                 f"--window-size={width},{height}", "about:blank"], stdout=subprocess.DEVNULL, stderr=err)
+        tmp = Path(self.profile) / "tmp"
+        tmp.mkdir()
+        try:
+            with self.log.open("wb") as err:
+                self.proc = subprocess.Popen(
+                    [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                     "--hide-scrollbars", "--remote-debugging-port=0", f"--user-data-dir={self.profile}",
+                     f"--window-size={width},{height}", "about:blank"], stdout=subprocess.DEVNULL, stderr=err,
+                    env={**os.environ, "TMPDIR": str(tmp)})
+        except OSError as e:
+            self._profile.cleanup()
+            raise BrowserError(f"chromium ({binary}) did not start: {e}") from None
         port_file = Path(self.profile) / "DevToolsActivePort"
         deadline = time.monotonic() + start_timeout
         while not (port_file.exists() and port_file.read_text().strip()):
@@ -144,7 +155,7 @@ class Chromium:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.profile, ignore_errors=True)
+        self._profile.cleanup()
 
 
 def screenshot(index: Path, out: Path | None = None) -> Path:

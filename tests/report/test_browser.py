@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,25 @@ def test_a_missing_chromium_is_said_plainly(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(browser, "find_chromium", lambda: None)
     assert cli.main(["--config", str(tmp_path / "harness.toml"), "report", "run-3", "--screenshot"]) == 2
     assert "no chromium on PATH" in capsys.readouterr().err and not (reports / "run-3" / "screenshot.png").exists()
+
+
+def _chromium_in_tmp() -> set[str]:
+    tmp = Path(tempfile.gettempdir())
+    return {p.name for p in tmp.iterdir() if "chromium" in p.name.lower()}
+
+
+def test_a_browser_leaves_nothing_in_tmp(tmp_path: Path, chromium: Chromium) -> None:
+    """Its profile and chromium's own temporary files (singleton socket, shared memory) are gone
+    once it is closed, and when it fails to start."""
+    before = _chromium_in_tmp()
+    binary = find_chromium()
+    assert binary is not None
+    page = tmp_path / "page.html"
+    page.write_text("<html><body>x</body></html>")
+    with Chromium(binary) as own:
+        own.load(page)
+        profile = Path(own.profile)
+    assert not profile.exists()
+    with pytest.raises(BrowserError):
+        Chromium(str(tmp_path / "no-such-chromium"))
+    assert _chromium_in_tmp() - before == set()
