@@ -46,16 +46,17 @@ asyncio.run(main(sys.argv[1], float(sys.argv[2])))
 
 
 def locust_run(netns: str, host: str, library: str, seconds: float) -> tuple[float, float]:
-    out = Path(tempfile.mkdtemp(prefix=f"clients-{library}-"))
-    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python") if library == "etcd3" else dict(os.environ)
-    subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
-                    "--headless", "-u", "20", "-r", "20", "-t", f"{int(seconds)}s", "--host", host, "--load-profile", "put",
-                    "--rate", "100000", "--etcd-client", library, "--csv", str(out / "s"), "--only-summary", "EtcdUser"],
-                   env=env, capture_output=True, check=True)
     import csv
 
-    with open(out / "s_stats.csv") as f:
-        agg = next(r for r in csv.DictReader(f) if r["Name"] == "Aggregated")
+    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python") if library == "etcd3" else dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix=f"clients-{library}-") as tmp:
+        out = Path(tmp)
+        subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
+                        "--headless", "-u", "20", "-r", "20", "-t", f"{int(seconds)}s", "--host", host, "--load-profile",
+                        "put", "--rate", "100000", "--etcd-client", library, "--csv", str(out / "s"), "--only-summary",
+                        "EtcdUser"], env=env, capture_output=True, check=True)
+        with open(out / "s_stats.csv") as f:
+            agg = next(r for r in csv.DictReader(f) if r["Name"] == "Aggregated")
     return int(agg["Request Count"]) / seconds, float(agg["99%"])
 
 

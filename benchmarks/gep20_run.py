@@ -49,7 +49,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--form", default="gep20")
     args = parser.parse_args()
-    env = dict(os.environ, KUBECONFIG=str(Path(tempfile.mkdtemp(prefix="gep20-run-")) / "config"))
+    with tempfile.TemporaryDirectory(prefix="gep20-run-") as tmp:  # removed however the run ends
+        return run(args, Path(tmp))
+
+
+def run(args: argparse.Namespace, tmp: Path) -> int:
+    env = dict(os.environ, KUBECONFIG=str(tmp / "config"))
     harness = [sys.executable, "-m", "harness.cli", "--name", "bgep"]
     subprocess.run([*harness, "down"], cwd=ROOT, env=env, capture_output=True)
 
@@ -62,7 +67,7 @@ def main() -> int:
     baseline, stop, peak = set(rss_by_pid()), threading.Event(), [0]
     sampler = threading.Thread(target=sample_peak, args=(baseline, stop, peak), daemon=True)
     sampler.start()
-    report = Path(tempfile.mkdtemp(prefix="gep20-run-")) / "run.json"
+    report = tmp / "run.json"
     started = time.monotonic()
     proc = subprocess.run([*harness, "run", "--form", args.form, "--report", str(report)], cwd=ROOT, env=env,
                           capture_output=True, text=True)

@@ -10,8 +10,8 @@ Prints figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -38,22 +38,23 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.cold:
-        root = args.cache_root or Path(tempfile.mkdtemp(prefix="kube-build-bench-"))
-        if cache_dir(root).exists():
-            parser.error(f"{cache_dir(root)} exists already; a cold build needs it absent")
-        gocache = None
-        if args.fresh_go_cache:
-            gocache = tempfile.mkdtemp(prefix="gocache-")
-            os.environ["GOCACHE"] = gocache
-        started = time.monotonic()
-        target = build_binaries(root)
-        cold = time.monotonic() - started
-        print(f"cold build ({'empty' if gocache else 'warm'} Go build cache) of {PINNED_VERSION}: {cold:.1f}s -> {target}")
-        if gocache:
-            shutil.rmtree(gocache, ignore_errors=True)
-            del os.environ["GOCACHE"]
-        if args.cache_root is None:
-            shutil.rmtree(root, ignore_errors=True)
+        # Temporary directories are removed however the build ends; a given --cache-root is kept.
+        with contextlib.ExitStack() as temporary:
+            def scratch(prefix: str) -> Path:
+                return Path(temporary.enter_context(tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)))
+
+            root = args.cache_root or scratch("kube-build-bench-")
+            if cache_dir(root).exists():
+                parser.error(f"{cache_dir(root)} exists already; a cold build needs it absent")
+            gocache = None
+            if args.fresh_go_cache:
+                gocache = scratch("gocache-")
+                os.environ["GOCACHE"] = str(gocache)
+                temporary.callback(os.environ.pop, "GOCACHE", None)
+            started = time.monotonic()
+            target = build_binaries(root)
+            cold = time.monotonic() - started
+            print(f"cold build ({'empty' if gocache else 'warm'} Go build cache) of {PINNED_VERSION}: {cold:.1f}s -> {target}")
 
     sources = sources_from_env()
     ensure_binaries(sources)  # builds on first use, so the timings below are the cached path

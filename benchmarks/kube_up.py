@@ -62,9 +62,15 @@ def one_run(workdir: Path) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--workdir", type=Path, help="parent of per-run workdirs (default: a temporary dir)")
+    parser.add_argument("--workdir", type=Path, help="parent of per-run workdirs, kept (default: a temporary dir, removed)")
     args = parser.parse_args()
-    parent = args.workdir or Path(tempfile.mkdtemp(prefix="kube-up-bench-"))
+    if args.workdir:
+        return runs(args, args.workdir)
+    with tempfile.TemporaryDirectory(prefix="kube-up-bench-", ignore_cleanup_errors=True) as tmp:
+        return runs(args, Path(tmp))
+
+
+def runs(args: argparse.Namespace, parent: Path) -> int:
     ups, failovers = [], []
     for i in range(args.runs):
         up, failover = one_run(parent / f"run-{i}")

@@ -40,10 +40,16 @@ def go_benchmark() -> Path:
 
 
 def locust(netns: str, spec: LoadSpec, seconds: float) -> dict[str, object]:
-    run = LoadRun(spec, netns, Path(tempfile.mkdtemp(prefix="load-figures-")), Timeline()).start()
-    run.wait_started()
-    time.sleep(seconds)
-    stats = run.stop()
+    with tempfile.TemporaryDirectory(prefix="load-figures-") as tmp:
+        run = LoadRun(spec, netns, Path(tmp), Timeline()).start()
+        try:
+            run.wait_started()
+            time.sleep(seconds)
+        except BaseException:
+            run.stop_writers()  # not left writing into a directory about to be removed
+            run.stop_watchers()
+            raise
+        stats = run.stop()
     requests = int(stats["requests"])  # type: ignore[arg-type]
     return {"ops_per_s": round(requests / seconds), "p99_ms": stats["p99_ms"]}
 

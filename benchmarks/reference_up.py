@@ -36,8 +36,12 @@ def main() -> int:
     parser.add_argument("--tolerance", default="zone")
     parser.add_argument("--form", default="gep20")
     args = parser.parse_args()
-    # The seed's context goes into a throwaway kubeconfig, not the user's.
-    env = dict(os.environ, KUBECONFIG=str(Path(tempfile.mkdtemp(prefix="bref-")) / "config"))
+    # The seed's context goes into a throwaway kubeconfig, not the user's; removed however the runs end.
+    with tempfile.TemporaryDirectory(prefix="bref-") as tmp:
+        return runs(args, dict(os.environ, KUBECONFIG=str(Path(tmp) / "config")))
+
+
+def runs(args: argparse.Namespace, env: dict[str, str]) -> int:
     timed("down", env=env)
     totals = []
     for i in range(args.runs):
