@@ -1,9 +1,10 @@
 """Time to write a run's report and its size, for a full suite's worth of timelines.
 
-Uses the timelines in reports/runs/*.json (at least --scenarios of them, repeated when fewer),
-writes into a temporary reports directory and prints the figures.
+Uses the timelines in the newest reported run's runs/*.json (reports/latest/runs; without a
+report, reports/runs), at least --scenarios of them, repeated when fewer; writes into a temporary
+reports directory and prints the figures.
 
-    python benchmarks/report_write.py [--scenarios 35] [--runs-dir reports/runs]
+    python benchmarks/report_write.py [--scenarios 35] [--runs-dir reports/latest/runs]
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from tests.report.timelines import outage_timeline, traffic_timeline, write  # n
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--scenarios", type=int, default=35)
-    p.add_argument("--runs-dir", type=Path, default=Path("reports/runs"))
+    p.add_argument("--runs-dir", type=Path, default=None)
     args = p.parse_args()
+    if args.runs_dir is None:
+        args.runs_dir = next((d for d in (Path("reports/latest/runs"), Path("reports/runs")) if d.is_dir()),
+                             Path("reports/runs"))
     with tempfile.TemporaryDirectory(prefix="rp-bench-") as tmp:
         reports = Path(tmp)
         files = sorted(args.runs_dir.glob("*.json"))

@@ -495,6 +495,14 @@ def _run_name(request: pytest.FixtureRequest) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid)[-150:]
 
 
+def _runs_dir(request: pytest.FixtureRequest, config: Config) -> Path:
+    """Where scenarios write their timelines, load histories and Porcupine pages: in the run's own
+    report directory when the session writes a report, so that a later run of the same scenario
+    never changes what this run's page shows; else reports/runs."""
+    recorder = request.config.stash.get(_RECORDER, None)
+    return (recorder.run_dir if recorder is not None else config.reports_dir) / "runs"
+
+
 class Loads:
     """Load runs a scenario started (locust, in client zones); stopped at its teardown, their
     statistics on the timeline and their histories kept with the run's output. Runs that watch
@@ -530,7 +538,7 @@ class Loads:
 
 @pytest.fixture
 def loads(request: pytest.FixtureRequest, harness_config: Config, timeline: Timeline) -> Iterator[Loads]:
-    held = Loads(harness_config.reports_dir / "runs" / _run_name(request), timeline)
+    held = Loads(_runs_dir(request, harness_config) / _run_name(request), timeline)
     try:
         yield held
     finally:
@@ -545,7 +553,7 @@ def _write_run(request: pytest.FixtureRequest, config: Config, tl: Timeline) -> 
     if probes is not None:
         probes.stop_all()
         histories = [h.to_dict() for h in probes.histories]
-    out = config.reports_dir / "runs" / f"{name}.json"
+    out = _runs_dir(request, config) / f"{name}.json"
     # Figures the Then-steps marked become JUnit properties (the teardown report carries them).
     from harness.report.figures import from_events, junit_properties
 
@@ -558,6 +566,8 @@ def _write_run(request: pytest.FixtureRequest, config: Config, tl: Timeline) -> 
     recorder = request.config.stash.get(_RECORDER, None)
     if recorder is not None:
         region = getattr(getattr((getattr(request.node, "funcargs", None) or {}).get("env"), "spec", None), "name", None)
-        logs = [config.reports_dir / "logs" / region] if region and (config.reports_dir / "logs" / region).is_dir() else []
-        recorder.add_timeline(request.node.nodeid, out, config.reports_dir / "runs" / name / "porcupine.html", logs)
+        # The region's logs are kept in reports/logs/<region> when it goes down, after the scenarios;
+        # the report copies them into the run's directory then (and leaves them out if none were kept).
+        logs = [config.reports_dir / "logs" / region] if region else []
+        recorder.add_timeline(request.node.nodeid, out, out.parent / name / "porcupine.html", logs)
 

@@ -133,3 +133,56 @@ def test_an_interrupted_session_still_writes_its_report(pytester: pytest.Pyteste
                                  "reason": "never started: the session ended before it"}]
     assert (run / "junit.xml").exists() and (run / "index.html").exists()
     assert "interrupted</h1>" in (run / "index.html").read_text()
+
+
+TWICE_STEPS = STEPS + """
+import os
+
+@then("the load's history is checked")
+def _(loads, timeline):
+    gap = float(os.environ["GAP"])
+    timeline.mark("figure", "write gap", value=gap, unit="s")
+    loads.directory.mkdir(parents=True, exist_ok=True)  # where the linearizability check writes
+    (loads.directory / "porcupine.html").write_text(f"<html>history of the run with a {gap:g} s gap</html>")
+"""
+
+TWICE = """
+Feature: reports
+  Scenario: run twice
+    Given nothing
+    Then the load's history is checked
+"""
+
+
+def test_a_later_run_of_the_same_scenario_leaves_an_earlier_runs_page_as_it_was(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timelines, load histories and Porcupine pages go in the run's own directory, so the first
+    run's page, summary and links still show the first run after a second run of the scenario."""
+    reports = _project(pytester, TWICE)
+    pytester.makeconftest(TWICE_STEPS)
+    runs = []
+    for gap in ("0.5", "0.7"):
+        monkeypatch.setenv("GAP", gap)
+        pytester.runpytest_subprocess("--harness-report").assert_outcomes(passed=1)
+        runs.append((reports / "latest").resolve())
+    first, second = runs
+    assert first != second and first.parent == second.parent == reports.resolve()
+    assert not (reports / "runs").exists(), "nothing of a reported run is shared between runs"
+
+    (scenario,) = json.loads((first / "summary.json").read_text())["scenarios"]
+    assert [f["value"] for f in scenario["figures"]] == [0.5]
+    timeline = Path(scenario["timeline"])
+    assert timeline.is_relative_to(first), f"{timeline} is not in the first run's directory {first}"
+    assert [e["data"]["value"] for e in json.loads(timeline.read_text())["events"] if e["kind"] == "figure"] == [0.5]
+    assert scenario["porcupine"] == f"runs/{timeline.stem}/porcupine.html"
+    assert (first / scenario["porcupine"]).read_text() == "<html>history of the run with a 0.5 s gap</html>"
+    html = (first / "index.html").read_text()
+    assert f'href="runs/{timeline.name}"' in html and f'href="{scenario["porcupine"]}"' in html
+    assert "0.5 s" in html and "0.7 s" not in html
+
+    (later,) = json.loads((second / "summary.json").read_text())["scenarios"]
+    assert Path(later["timeline"]).is_relative_to(second) and [f["value"] for f in later["figures"]] == [0.7]
+
+    from harness.report.runs import find_run
+
+    assert find_run(reports, first.name) == first and find_run(reports) == second

@@ -170,6 +170,34 @@ def test_porcupines_visualisation_is_copied_into_the_run_and_linked_from_the_pag
     assert 'href="porcupine/features_test_features.py__test_scenario_1.html"' in html
 
 
+def test_porcupine_written_in_the_run_directory_is_linked_where_it_is(tmp_path: Path) -> None:
+    recs = results(tmp_path, scenarios=1)
+    own = tmp_path / "r" / "runs" / "s0" / "porcupine.html"
+    own.parent.mkdir(parents=True)
+    own.write_text("<html>this run's</html>")
+    recs[0]["porcupine"] = str(own)
+    index = write_report(tmp_path, tmp_path / "r", "r", recs, ENV, _session(), progress=lambda _: None)
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["scenarios"][0]["porcupine"] == "runs/s0/porcupine.html"
+    assert 'href="runs/s0/porcupine.html"' in index.read_text() and not (tmp_path / "r" / "porcupine").exists()
+
+
+def test_region_logs_are_copied_into_the_run_so_the_next_region_does_not_replace_them(tmp_path: Path) -> None:
+    kept = tmp_path / "logs" / "hh"
+    kept.mkdir(parents=True)
+    (kept / "etcd-0.log").write_text("first run's etcd")
+    recs = results(tmp_path, scenarios=3)
+    for r in recs[:2]:
+        r["logs"] = [str(kept)]
+    recs[2]["logs"] = [str(tmp_path / "logs" / "never-kept")]  # a region this session did not bring down
+    index = write_report(tmp_path, tmp_path / "r", "r", recs, ENV, _session(), progress=lambda _: None)
+    (kept / "etcd-0.log").write_text("next run's etcd")  # the next session's region goes down
+    built = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert [s["logs"] for s in built["scenarios"]] == [["logs/hh"], ["logs/hh"], []]
+    assert (tmp_path / "r" / "logs" / "hh" / "etcd-0.log").read_text() == "first run's etcd"
+    assert index.read_text().count('href="logs/hh"') == 2
+    assert recs[0]["logs"] == [str(kept)]  # the caller's records are left as they were
+
+
 def test_plain_tests_are_listed_only_when_they_did_not_pass() -> None:
     recs = [{"nodeid": "features/f.py::a", "name": "a", "feature": "outages", "result": "passed"},
             {"nodeid": "tests/unit/t.py::ok", "result": "passed"},
