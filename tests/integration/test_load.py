@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import tempfile
 import time
 from pathlib import Path
 
@@ -106,6 +108,34 @@ def test_harness_load_and_measure_traffic_print_json() -> None:
     assert set(traffic["total_kib_s"]) == {"wire", "metrics"}
     bad = cli("--name", "lc", "load", "--profile", "gep-nonsense", "--seconds", "1")
     assert bad.returncode == 2 and "invalid choice: 'gep-nonsense'" in bad.stderr
+
+
+def _harness_in_tmp() -> set[str]:
+    """What of the harness's naming is in /tmp (other jobs on the machine write there too)."""
+    tmp = Path(tempfile.gettempdir())
+    return {p.name for p in tmp.iterdir() if p.name.startswith(("harness-", "load-", "chaos-", "rp-chromium-"))
+            or "chromium" in p.name.lower()}
+
+
+def test_harness_load_leaves_nothing_in_tmp_after_harness_down(tmp_path: Path) -> None:
+    """`harness up; harness load; harness down`: the load's output is in the region's work
+    directory while the region is up, and gone with it; --out keeps it where asked."""
+    cli("--name", "lk", "down")
+    before = _harness_in_tmp()
+    try:
+        cli("--name", "lk", "up", check=True)
+        load = cli("--name", "lk", "load", "--profile", "gep-put-follower", "--seconds", "2", check=True)
+        (history,) = re.findall(r"history in (\S+)", load.stderr)
+        assert Path(history).is_dir() and Path(history).parent.parent.name == "loads", load.stderr
+        kept = cli("--name", "lk", "load", "--profile", "gep-put-follower", "--seconds", "1", "--out", str(tmp_path),
+                   check=True)
+        (kept_history,) = re.findall(r"history in (\S+)", kept.stderr)
+        assert Path(kept_history).is_relative_to(tmp_path) and list(Path(kept_history).glob("ops-*.jsonl"))
+    finally:
+        cli("--name", "lk", "down", check=True)
+    assert not Path(history).exists(), "harness down removes the load's output with the region's work directory"
+    assert Path(kept_history).is_dir(), "--out is the user's: harness down leaves it"
+    assert _harness_in_tmp() - before == set()
 
 
 @pytest.mark.parametrize("spec", [dict(profile="burst", rate=10), dict(profile="put", rate=0), dict(profile="put", rate=10, hosts=())])
