@@ -6,10 +6,16 @@ import itertools
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import boto3
 from botocore.config import Config
+
+from harness.aws.access import AwsAccess, from_settings
+from harness.config import AwsSettings, load_config
+from harness.providers.base import Node, Topology
+from harness.providers.state import StateBacked, write_state
 
 REGION = "eu-west-1"
 ZONES = ("eu-west-1a", "eu-west-1b", "eu-west-1c")
@@ -99,3 +105,33 @@ def acl_ids(ec2: Any, vpc_id: str) -> set[str]:
     return {acl["NetworkAclId"] for acl in acls}
 
 
+class AccountEnv(StateBacked, Topology):
+    """What the cluster provider hands the faults on a real account: zones, a ledger, an [aws] account."""
+
+    provider = "cluster"
+
+    def __init__(self, path: Path, settings: AwsSettings) -> None:
+        self.path = path
+        self.state = {"faults": []}
+        if not path.exists():
+            write_state(path, self.state)
+        self.config = load_config(overrides={"paths.state_dir": str(path.parent), "provider.name": "cluster"})
+        self.settings = settings
+        self.zones = ("zone-a", "zone-b", "zone-c")
+        self.nodes = tuple(Node(f"{z}-1", z, f"{z}-1") for z in self.zones)
+        self.members = ()
+
+    def aws(self) -> AwsAccess | None:
+        return from_settings(self.settings)
+
+    def kube(self) -> None:
+        return None
+
+    def health(self) -> dict[str, Any]:
+        return {}
+
+    def wait_healthy(self, timeout: float | None = None) -> object:
+        return {}
+
+    def sweep(self) -> list[str]:
+        return []

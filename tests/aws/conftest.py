@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -27,8 +28,21 @@ if importlib.util.find_spec("moto") is None or importlib.util.find_spec("flask")
     pytest.skip("the AWS fault tests need moto[server]", allow_module_level=True)
 
 import boto3  # noqa: E402
-from aws_support import ALLOW_ALL, BOOTSTRAP_CALLS, OPTED_IN, REGION, Aws, Keys, World, allow, unique  # noqa: E402
+from aws_support import (  # noqa: E402
+    ALLOW_ALL,
+    BOOTSTRAP_CALLS,
+    OPTED_IN,
+    REGION,
+    AccountEnv,
+    Aws,
+    Keys,
+    World,
+    allow,
+    unique,
+)
 from botocore.config import Config  # noqa: E402
+
+from harness.config import AwsSettings  # noqa: E402
 
 
 def _free_port() -> int:
@@ -122,3 +136,14 @@ def world(aws: Aws, image_id: str) -> World:
     keys = aws.user(controller, allow("ec2:*"))
     return World(vpc_id, subnets, {n: c for n, (_, c, _) in layout.items()}, custom_acl, default_acl, instances,
                  image_id, controller, keys)
+
+
+@pytest.fixture
+def account(aws: Aws, operator: Keys, world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AccountEnv:
+    # Credentials from boto3's own chain, as on a real account; the endpoint is the only difference.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", operator.access_key_id)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", operator.secret)
+    settings = AwsSettings(region="eu-west-1", vpc_id=world.vpc_id, endpoint_url=aws.endpoint,
+                           zones={"zone-a": "eu-west-1a", "zone-b": "eu-west-1b", "zone-c": "eu-west-1c"},
+                           machine_principal=world.controller)
+    return AccountEnv(tmp_path / "cluster-account.json", settings)

@@ -9,59 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_support import Aws, Keys, World, acl_ids, allow, associations, deny, unique
+from aws_support import AccountEnv, Aws, World, acl_ids, allow, associations, deny, unique
 
 from harness.aws.access import AwsAccess, from_settings
 from harness.config import AwsSettings, load_config
 from harness.errors import ConfigError, FaultError
 from harness.faults import watchdog
 from harness.faults.runner import FaultRunner, heal_everything
-from harness.providers.base import Cloud, Node, Topology
-from harness.providers.state import StateBacked, write_state
+from harness.providers.base import Cloud
 from harness.timeline import Timeline
-
-
-class AccountEnv(StateBacked, Topology):
-    """What the cluster provider hands the faults on a real account: zones, a ledger, an [aws] account."""
-
-    provider = "cluster"
-
-    def __init__(self, path: Path, settings: AwsSettings) -> None:
-        self.path = path
-        self.state = {"faults": []}
-        if not path.exists():
-            write_state(path, self.state)
-        self.config = load_config(overrides={"paths.state_dir": str(path.parent), "provider.name": "cluster"})
-        self.settings = settings
-        self.zones = ("zone-a", "zone-b", "zone-c")
-        self.nodes = tuple(Node(f"{z}-1", z, f"{z}-1") for z in self.zones)
-        self.members = ()
-
-    def aws(self) -> AwsAccess | None:
-        return from_settings(self.settings)
-
-    def kube(self) -> None:
-        return None
-
-    def health(self) -> dict[str, Any]:
-        return {}
-
-    def wait_healthy(self, timeout: float | None = None) -> object:
-        return {}
-
-    def sweep(self) -> list[str]:
-        return []
-
-
-@pytest.fixture
-def account(aws: Aws, operator: Keys, world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AccountEnv:
-    # Credentials from boto3's own chain, as on a real account; the endpoint is the only difference.
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", operator.access_key_id)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", operator.secret)
-    settings = AwsSettings(region="eu-west-1", vpc_id=world.vpc_id, endpoint_url=aws.endpoint,
-                           zones={"zone-a": "eu-west-1a", "zone-b": "eu-west-1b", "zone-c": "eu-west-1c"},
-                           machine_principal=world.controller)
-    return AccountEnv(tmp_path / "cluster-account.json", settings)
 
 
 def test_aws_settings_become_an_account_and_bad_ones_are_refused(tmp_path: Path) -> None:
