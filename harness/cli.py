@@ -57,7 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="zones, nodes and members with health, leader, raft term, revision")
     st.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("down", help="remove the environment and anything a crashed run left (processes, namespaces, contexts)")
-    sub.add_parser("heal", help="undo every fault still applied (from the heal ledger, then a sweep)")
+    heal = sub.add_parser("heal", help="undo every fault still applied (from the heal ledger, then a sweep, AWS "
+                                       "fault effects the harness tagged included)")
+    heal.add_argument("--dry-run", action="store_true", help="list what heal would undo; change nothing")
     fault = sub.add_parser("fault", help="inject one fault and leave it applied until `harness heal` or its maximum duration")
     fault.add_argument("kind", help="zone-outage, node-kill, node-freeze, node-link-down, member-kill, host-outage, "
                                     "pod-delete, node-cordon, node-drain, aws-zone-outage, aws-revoke-credentials, "
@@ -368,6 +370,10 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "heal":
         from harness.faults.runner import heal_everything
 
+        if args.dry_run:
+            print("\n".join(heal_everything(env, dry_run=True)))
+            print("Dry run: nothing was changed.")
+            return 0
         done = heal_everything(env)
         print("\n".join(done) if done else "no fault was applied")
         env.wait_healthy(config.timeouts.recovery)

@@ -14,12 +14,12 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from harness.errors import ConfigError, FaultError, HarnessError
 from harness.faults import get_fault, watchdog
 from harness.faults.base import Fault, Injection
-from harness.providers.base import Environment
+from harness.providers.base import Cloud, Environment
 from harness.providers.state import StateBacked
 from harness.timeline import Event, Timeline
 from harness.wait import bounded
@@ -208,8 +208,16 @@ class FaultRunner:
                     raise FaultError(f"region did not recover after healing: {e}") from None
 
 
-def heal_everything(env: Environment) -> list[str]:
-    """After a crash: heal every ledger entry, then sweep for any fault effect left anyway."""
+def heal_everything(env: Environment, dry_run: bool = False) -> list[str]:
+    """After a crash: heal every ledger entry, then sweep for any fault effect left anyway: the
+    environment's own sweep, then (an environment with an AWS account) every AWS fault effect the
+    harness tagged. `dry_run` lists what would be done and changes nothing."""
+    if dry_run:
+        entries = env.faults()
+        runs = {str((e.get("data") or {}).get("run_id")) for e in entries}
+        return ([f"would heal {e['id']} (from the ledger)" for e in entries]
+                + [f"would run the {env.provider} environment's own sweep (not listed here)"]
+                + _aws_sweep(env, dry_run=True, skip_runs=runs))
     done: list[str] = []
     for entry in env.faults():
         data = entry.get("data") or {}
@@ -218,4 +226,14 @@ def heal_everything(env: Environment) -> list[str]:
         env.forget_fault(entry["id"])
         watchdog.disarm(data.get("watchdog"))
         done.append(f"healed {entry['id']}")
-    return done + env.sweep()
+    return done + env.sweep() + _aws_sweep(env)
+
+
+def _aws_sweep(env: Environment, dry_run: bool = False, skip_runs: Collection[str] = ()) -> list[str]:
+    """The AWS fault effects the harness tagged, undone (or listed); nothing without an account."""
+    access = env.aws() if isinstance(env, Cloud) else None
+    if access is None:
+        return []
+    from harness.aws.sweep import sweep
+
+    return sweep(access, dry_run=dry_run, skip_runs=skip_runs)
