@@ -3,8 +3,10 @@
 Where seed 001 is silent, Gardener's high-availability-config webhook decides, read at
 gardener/gardener b312835d (2026-08-21): `pkg/resourcemanager/webhook/highavailabilityconfig/
 handler.go` and `pkg/utils/kubernetes/highavailability.go` (`GetReplicaCount`,
-`GetTopologySpreadConstraints`). Tolerance None: the namespace has no failure-tolerance
-annotation (a seed or system component); "none": a shoot without HA (annotation "").
+`GetTopologySpreadConstraints`), and checked case by case against the tables of its
+`highavailability_test.go` (tests/unit/test_conventions_gardener.py). Tolerance None: the
+namespace has no failure-tolerance annotation (a seed or system component); "none": a shoot
+without HA (annotation "").
 """
 
 from __future__ import annotations
@@ -107,12 +109,16 @@ def topology_spread_constraints(
     match_labels: Mapping[str, str] | None = None,
     max_replicas: int | None = None,
     host_spread: bool = False,
+    *,
+    multiple_nodes: bool = True,
 ) -> list[dict[str, Any]]:
     """The spread constraints for `replicas` pods (the webhook's `GetTopologySpreadConstraints`).
 
     minDomains follows `max_replicas` (an autoscaler's maximum, as the webhook does) so pods added
-    later still spread. `match_labels` None leaves labelSelector out. The seed is assumed to have
-    more than one node (with one, the webhook falls back to ScheduleAnyway). The type is validated only.
+    later still spread. `match_labels` None leaves labelSelector out. `multiple_nodes` False: the
+    cluster has a single node, where an enforced hostname spread could never place a second pod,
+    so the webhook keeps it best effort (ScheduleAnyway, no minDomains) even with a tolerance or
+    host-spread (gardener#14595). The type is validated only.
     """
     _validate(component_type, tolerance, zone_count)
     if replicas < 0:
@@ -124,7 +130,8 @@ def topology_spread_constraints(
         return []
     selector = {} if match_labels is None else {"labelSelector": {"matchLabels": dict(match_labels)}}
     host: dict[str, Any] = {"topologyKey": HOSTNAME_LABEL, "maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"}
-    if host_spread or tolerance in ("node", "zone"):  # best effort only without a tolerance
+    # Best effort only without a tolerance or host-spread, and on a single node whatever is asked.
+    if (host_spread or tolerance in ("node", "zone")) and multiple_nodes:
         host |= {"whenUnsatisfiable": "DoNotSchedule", "minDomains": min(3, top)}
     constraints = [host | selector]
     # `none`/`node` shoots are pinned to one zone; seed/system components spread over all of theirs.
@@ -147,14 +154,16 @@ def node_affinity(zones: Sequence[str]) -> dict[str, Any] | None:
 
 
 def explain(component_type: str, tolerance: str | None, zone_count: int, replicas: int | None = None,
-            max_replicas: int | None = None, host_spread: bool = False) -> dict[str, Any]:
+            max_replicas: int | None = None, host_spread: bool = False, *,
+            multiple_nodes: bool = True) -> dict[str, Any]:
     """Replicas (given or conventional) and spread constraints; labelSelector is left out.
 
     Computes for any zone count: refusing `zone` on fewer than three is choose_zones' job.
     """
     count = replica_count(component_type, tolerance, zone_count) if replicas is None else replicas
     return {"replicas": count, "topologySpreadConstraints": topology_spread_constraints(
-        component_type, tolerance, zone_count, count, None, max_replicas, host_spread)}
+        component_type, tolerance, zone_count, count, None, max_replicas, host_spread,
+        multiple_nodes=multiple_nodes)}
 
 
 @dataclass(frozen=True)
@@ -215,6 +224,7 @@ def check(objects: Iterable[Any], tolerance: str | None, zones: Sequence[str]) -
 
     `zones` are those of the namespace annotation. HorizontalPodAutoscalers among the objects
     make their target's count a minimum and lend their maxReplicas to minDomains, as in the webhook.
+    Manifests do not tell the node count: they are judged as for a cluster of more than one node.
     """
     tolerance, zones = _tolerance(tolerance), _zones(zones)
     items = list(flatten(objects))
