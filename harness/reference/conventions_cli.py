@@ -21,7 +21,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     commands = p.add_subparsers(dest="conventions_command", required=True, metavar="{explain,check}")
     tolerance_help = f"failure tolerance: {'|'.join(conv.TOLERANCES)}"
 
-    e = commands.add_parser("explain", help="the replicas and spread constraints for one component")
+    e = commands.add_parser(
+        "explain", help="the replicas and spread constraints for one component",
+        description="The replicas and topology spread constraints Gardener's high-availability-config webhook "
+                    "sets for one component. The rules come from seed 001 (Gardener's \"High Availability of "
+                    "Deployed Components\") and, where it is silent, from gardener/gardener (read at b312835d): "
+                    "pkg/utils/kubernetes/highavailability.go (GetReplicaCount, GetTopologySpreadConstraints) "
+                    "and pkg/resourcemanager/webhook/highavailabilityconfig/handler.go; every case of "
+                    "Gardener's highavailability_test.go tables is a row of tests/unit/test_conventions_gardener.py.")
     e.add_argument("--type", dest="component_type", required=True, metavar="|".join(conv.TYPES))
     e.add_argument("--tolerance", metavar="|".join(conv.TOLERANCES),
                    help=f"{tolerance_help}; leave out for a seed or system component")
@@ -29,6 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--replicas", type=int, help="replica count (default: the conventional one)")
     e.add_argument("--max-replicas", type=int, help="an autoscaler's maximum (default: the replicas)")
     e.add_argument("--host-spread", action="store_true", help=f"the workload has {conv.ANNOTATION_HOST_SPREAD}=true")
+    e.add_argument("--one-node", action="store_true",
+                   help="the cluster has a single node: the hostname spread stays best effort (ScheduleAnyway)")
     e.add_argument("--json", action="store_true", help="print exactly the JSON object")
 
     c = commands.add_parser("check", help="judge the Deployments and StatefulSets of manifest files")
@@ -46,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _explain(args: argparse.Namespace) -> int:
     result = conv.explain(args.component_type, args.tolerance, args.zones, args.replicas,
-                          args.max_replicas, args.host_spread)
+                          args.max_replicas, args.host_spread, multiple_nodes=not args.one_node)
     if args.json:
         print(json.dumps(result))
         return 0

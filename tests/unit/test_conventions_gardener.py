@@ -14,15 +14,19 @@ gardener/gardener:
 Gardener's failure tolerance is a pointer: nil is our None (no annotation: a seed or system
 component), "" is our "none" (a shoot without HA). Its tests also use "foo", a non-empty value
 other than "zone": the webhook treats any such value as it treats "node", so those rows use "node".
+Every row is checked both through `topology_spread_constraints` and `harness conventions explain --json`.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 from typing import Any
 
 import pytest
 
 from harness.reference import conventions as conv
+from harness.reference.conventions_cli import add_parser, run
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -109,3 +113,18 @@ def test_spread_as_gardener_tests_it(case: str, tolerance: str | None, replicas:
                                            multiple_nodes=multiple_nodes)
     assert got == expected, case
 
+
+@pytest.mark.parametrize(("case", "tolerance", "replicas", "max_replicas", "zones", "multiple_nodes", "host_spread",
+                          "expected"), ROWS, ids=[r[0] for r in ROWS])
+def test_explain_shows_what_gardener_tests(case: str, tolerance: str | None, replicas: int, max_replicas: int,
+                                           zones: int, multiple_nodes: bool, host_spread: bool,
+                                           expected: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["conventions", "explain", "--type", "server", "--zones", str(zones), "--replicas", str(replicas),
+            "--max-replicas", str(max_replicas), "--json"]
+    argv += ["--tolerance", tolerance] if tolerance else []
+    argv += [] if multiple_nodes else ["--one-node"]
+    argv += ["--host-spread"] if host_spread else []
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    assert run(parser.parse_args(argv)) == 0
+    assert json.loads(capsys.readouterr().out) == {"replicas": replicas, "topologySpreadConstraints": expected}, case
