@@ -128,3 +128,14 @@ def test_explain_shows_what_gardener_tests(case: str, tolerance: str | None, rep
     add_parser(parser.add_subparsers(dest="command"))
     assert run(parser.parse_args(argv)) == 0
     assert json.loads(capsys.readouterr().out) == {"replicas": replicas, "topologySpreadConstraints": expected}, case
+
+
+def test_explain_help_names_where_the_rules_come_from(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["conventions", "explain", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for source in ("seed 001", "highavailability.go", "handler.go", "highavailability_test.go",
+                   "test_conventions_gardener.py"):
+        assert source in text
