@@ -123,7 +123,7 @@ def revoke(
     if own:
         raise FaultError(f"refusing to revoke the credentials of {who.arn}: the harness itself calls AWS as {own}; "
                          "give the harness credentials of its own")
-    tags = _principal_tags(iam, who)
+    tags = principal_tags(iam, who)
     allowed = None if opted_in is None else set(opted_in)
     reason = None if allowed is not None and who.arn in allowed else not_opted_in(who.name, tags, allowed)
     if reason:
@@ -204,7 +204,7 @@ def restore(iam: Any, data_or_run_id: Mapping[str, Any] | str) -> list[str]:
     for who, tag_value in principals:
         try:
             if tag_value is None:
-                tag_value = _principal_tags(iam, who).get(tag_key, "")
+                tag_value = principal_tags(iam, who).get(tag_key, "")
         except HarnessError as exc:
             if not is_not_found(exc.__cause__ or exc):
                 failed.append(str(exc))
@@ -278,7 +278,7 @@ def _tag(iam: Any, who: Principal, run_id: str, value: str) -> None:
             iam.tag_role(RoleName=who.name, Tags=tag)
 
 
-def _principal_tags(iam: Any, who: Principal) -> dict[str, str]:
+def principal_tags(iam: Any, who: Principal) -> dict[str, str]:
     with aws_call(f"reading the tags of {who.arn}", "nothing was changed"):
         if who.kind == "user":
             pages = iam.get_paginator("list_user_tags").paginate(UserName=who.name)
@@ -294,13 +294,13 @@ def _tagged_principals(iam: Any, tag_key: str) -> list[tuple[Principal, str | No
         for page in iam.get_paginator("list_users").paginate():
             for user in page.get("Users", []):
                 who = Principal("user", user["UserName"], user["Arn"])
-                value = _principal_tags(iam, who).get(tag_key)
+                value = principal_tags(iam, who).get(tag_key)
                 if value is not None:
                     found.append((who, value))
         for page in iam.get_paginator("list_roles").paginate():
             for role in page.get("Roles", []):
                 who = Principal("role", role["RoleName"], role["Arn"])
-                value = _principal_tags(iam, who).get(tag_key)
+                value = principal_tags(iam, who).get(tag_key)
                 if value is not None:
                     found.append((who, value))
     return found

@@ -86,7 +86,7 @@ def fail_instance(
                 ec2.terminate_instances(InstanceIds=[instance_id])
     except HarnessError as exc:
         try:
-            _untag(ec2, instance_id)
+            untag(ec2, instance_id)
         except HarnessError as again:
             raise FaultError(f"{exc}; removing its ha-harness tags failed too: {again}") from exc
         raise FaultError(f"{exc}; rolled back: its ha-harness tags were removed, nothing else was changed") from exc
@@ -184,11 +184,11 @@ def _heal_one(ec2: Any, item: Mapping[str, Any], timeout: float, interval: float
     else:
         raise ConfigError(f"instance heal data for {instance_id} has unknown mode {mode!r}")
     if tags.get(TAG_RUN) == run_id and state not in ("terminated", "shutting-down"):
-        _untag(ec2, instance_id)
+        untag(ec2, instance_id)
     return result
 
 
-def _untag(ec2: Any, instance_id: str) -> None:
+def untag(ec2: Any, instance_id: str) -> None:
     with aws_call(f"removing the harness's tags from {instance_id}"):
         ec2.delete_tags(Resources=[instance_id], Tags=[{"Key": TAG_RUN}, {"Key": TAG_FAULT}, {"Key": TAG_BEFORE}])
 

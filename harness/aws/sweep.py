@@ -135,7 +135,7 @@ def _principals(access: AwsAccess, dry_run: bool, skip: set[str], said: list[str
         for role in _paginate(iam, "list_roles", "Roles"):
             found.append(credentials.Principal("role", role["RoleName"], role["Arn"]))
     for who in found:
-        tags = credentials._principal_tags(iam, who)
+        tags = credentials.principal_tags(iam, who)
         runs = sorted(r for k in tags if k.startswith(credentials.RUN_TAG_PREFIX)
                       and (r := _run_of({TAG_RUN: k[len(credentials.RUN_TAG_PREFIX):]})) and r not in skip)
         if not runs:
@@ -196,7 +196,7 @@ def _instances(access: AwsAccess, dry_run: bool, skip: set[str], said: list[str]
                             f"{run} never happened)")
                 continue
             try:
-                instances._untag(ec2, instance_id)
+                instances.untag(ec2, instance_id)
                 said.append(f"{instance_id}: {state}; the termination of run {run} never happened; its tags removed")
             except HarnessError as exc:
                 left.append(str(exc))
