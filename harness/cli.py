@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness import rootless
+from harness import etcd_builds, rootless
 from harness.config import PROVIDER_NAMES, Config, load_config
 from harness.errors import ConfigError, HarnessError
 from harness.providers import get_provider
@@ -399,6 +399,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = _config(args)
         if rootless.needs_reexec() and config.provider.name == "local" and args.command not in OFFLINE:
             state = read_state(state_path(config.state_dir, config.region.name)) or {}
+            if args.command in ("up", "run") and config.etcd.binary is None:
+                etcd_builds.build_before_namespace(config.etcd.version, config.etcd.failpoints)
             rootless.reexec_if_needed(
                 [sys.executable, "-m", "harness.cli", *(sys.argv[1:] if argv is None else argv)],
                 holder=state.get("holder_pid"),

@@ -168,6 +168,12 @@ def _run(argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -
     return done.stdout
 
 
+def build_before_namespace(version: str | None, failpoints: bool = False) -> None:
+    """Without root the harness runs in a network namespace of its own, with no route to the
+    module proxy: the etcd it will run is built first, out here (a no-op when it is cached)."""
+    etcd_binary(version or binaries.ETCD_VERSION, failpoints)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.etcd_builds", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

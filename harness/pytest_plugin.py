@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
-from harness import rootless
+from harness import etcd_builds, rootless
 from harness.config import PROVIDER_NAMES, Config, load_config, with_region
 from harness.errors import EnvironmentStateError, HarnessError, PrerequisiteError
 from harness.faults.runner import FaultRunner
@@ -68,8 +68,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_cmdline_main(config: pytest.Config) -> None:
     # Not root: run the whole session inside a user+network+mount namespace.
     try:
+        if rootless.needs_reexec() and not config.getoption("etcd_bin", None):
+            etcd_builds.build_before_namespace(config.getoption("etcd_version", None))
         rootless.reexec_if_needed([sys.executable, "-m", "pytest", *config.invocation_params.args])
-    except PrerequisiteError as e:
+    except HarnessError as e:
         # Tests that need no region still run; those that do fail with this reason.
         print(f"[harness] {e}", file=sys.stderr)
 

@@ -314,6 +314,8 @@ class LocalEnvironment(StateBacked, EtcdMembers):
     # -- the local cloud ----------------------------------------------------
     def aws(self) -> AwsAccess | None:
         """The local cloud (moto) this region presents itself in, once `LocalRegion.cloud` started it."""
+        if not (self.state.get("cloud") or {}).get("access"):
+            return None  # no local cloud: nothing of boto3's is needed (or maybe even installed)
         from harness.providers.local.cloud import cloud_access
 
         return cloud_access(self.state)
