@@ -3,7 +3,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup deps kube-binaries etcd-builds run test test-fast outage nightly bugs down heal clean
+.PHONY: setup deps kube-binaries etcd-builds run test test-fast outage nightly must-fail bugs down heal clean
 
 setup: deps $(STAMP)
 
@@ -33,9 +33,10 @@ etcd-builds: setup
 run: setup kube-binaries
 	$(VENV)/bin/harness run
 
-# The harness's own tests and every Gherkin feature; JUnit for CI pipelines.
+# The harness's own tests and every Gherkin feature but the @long ones (make nightly, make bugs), and
+# one must-fail scenario per feature file (make must-fail runs them all); JUnit for CI pipelines.
 test: setup kube-binaries
-	$(VENV)/bin/python -m pytest --junitxml=reports/junit.xml --harness-report $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest --junitxml=reports/junit.xml --harness-report -m "not long" $(PYTEST_ARGS)
 
 # Everything but the Kubernetes control plane tests (no Go build needed).
 test-fast: setup
@@ -44,7 +45,12 @@ test-fast: setup
 # The whole suite on the configured provider with the report on (reports/<run-id>/, reports/latest,
 # reports/trends.html); non-zero when any scenario fails.
 nightly: setup kube-binaries
-	$(VENV)/bin/harness nightly -- $(PYTEST_ARGS)
+	HARNESS_MUST_FAIL=all $(VENV)/bin/harness nightly -- $(PYTEST_ARGS)
+
+# Every must-fail scenario (make test runs one per feature file): each Then-step failing on a
+# real run where what it names did not hold. About 20 minutes.
+must-fail: setup kube-binaries
+	HARNESS_MUST_FAIL=all $(VENV)/bin/python -m pytest tests/must_fail $(PYTEST_ARGS)
 
 # Historical etcd bugs (features/bugs.feature): each scenario on the release that had the bug must
 # fail in the check named after it, in at least 9 of 10 tries; on a fixed release it must pass.

@@ -6,7 +6,7 @@ Feature: Historical etcd bugs the harness flags
   runs each with `--etcd-version`), a Then-step must fail in the check named after what the bug
   breaks; on a fixed release (the pinned one, which `make test` runs) every step must pass.
 
-  @bug_13766
+  @bug_13766 @long
   Scenario: Members killed under a high load keep one history (etcd issue 13766, 3.5.0 to 3.5.2)
     A member killed between saving its consistent index and applying the entry it points to
     skipped that entry when it restarted, and its revision and keys went apart from the others'.
@@ -40,7 +40,7 @@ Feature: Historical etcd bugs the harness flags
     Then no acknowledged write of the load is lost
     And the history is linearizable
 
-  @bug_15271
+  @bug_15271 @long
   Scenario: A member brought back by a snapshot keeps its watches in order (etcd issue 15271, 3.5.0 to 3.5.7)
     A follower that fell so far behind that the leader sent it a snapshot sent its watchers
     events again from before the snapshot: the watch went back in time.

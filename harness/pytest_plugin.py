@@ -77,6 +77,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 
 MARKERS = {
+    "short": "the must-fail scenarios make test runs (make must-fail and make nightly run them all)",
+    "long": "scenarios of minutes that make test leaves to make nightly and make bugs",
     "outage": "scenarios that take zones, nodes or members away",
     "zone_outage": "a whole zone is cut off at the router",
     "node_failure": "a node's processes are killed, frozen or its link goes down",

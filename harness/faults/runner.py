@@ -74,15 +74,17 @@ class FaultRunner:
         return str(describe(self.env, target))
 
     def inject(self, kind: str, target: str, options: dict[str, Any] | None = None,
-               max_duration: float | None = None) -> ActiveFault:
-        """Apply a fault; it heals itself after `max_duration` seconds (default: timeouts.fault_max_duration)."""
+               max_duration: float | None = None, wait_healthy: bool = True) -> ActiveFault:
+        """Apply a fault; it heals itself after `max_duration` seconds (default: timeouts.fault_max_duration).
+        `wait_healthy=False`: a schedule of faults that waits on its own terms between them (a
+        member killed again as soon as the last one answers) does not wait for the whole region."""
         fault, target = self._chosen(kind, target, options)
         if any(a.kind == kind and a.target == target for a in self.active):
             raise FaultError(f"fault {kind} on {target} is already active")
         max_duration = self.env.config.timeouts.fault_max_duration if max_duration is None else max_duration
         if max_duration <= 0:
             raise ConfigError(f"a fault's maximum duration must be positive, got {max_duration}")
-        self._check_before(kind, target)
+        self._check_before(kind, target, wait_healthy)
         n = next(_ids)
         fid = f"{kind}:{target}:{n}"
         # Unique across processes and usable in AWS names and tags.
@@ -176,9 +178,9 @@ class FaultRunner:
         entry = next((e for e in self.env.faults() if e["id"] == fid), None)
         return {**((entry or {}).get("data") or {}), **base}
 
-    def _check_before(self, kind: str, target: str) -> None:
+    def _check_before(self, kind: str, target: str, wait_healthy: bool = True) -> None:
         self.timeline.mark("health", "before", fault=kind, target=target, statuses=self.env.health())
-        if not self.active and not self.env.faults():
+        if wait_healthy and not self.active and not self.env.faults():
             try:
                 self.env.wait_healthy(self.env.config.timeouts.member_ready)
             except HarnessError as e:

@@ -7,6 +7,7 @@ Feature: False statements about AWS faults, judged through the local cloud's API
     Given a healthy region with 3 etcd members spread over 3 zones
     And the region's cloud: a VPC with a subnet per zone and an instance per node
 
+  @short
   Scenario: Machines can be neither created nor deleted when only the zone's network ACL changed
     Fails with: every create and delete in zone-a refused since the revocation
     Given a machine probe creates and deletes a machine in zone "zone-a" every 1 s

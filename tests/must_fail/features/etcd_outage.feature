@@ -7,6 +7,7 @@ Feature: False statements about zone outages, judged on real runs
   Background:
     Given a healthy region with 3 etcd members spread over 3 zones
 
+  @short
   Scenario: Writes resume within 3 s while two of three zones stay down
     Fails with: write-unavailability window since the outage took effect: expected at most 3.000s
     Given write and read probes run every 10 ms from a client in zone "zone-c"

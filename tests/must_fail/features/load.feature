@@ -30,6 +30,7 @@ Feature: False statements about a load's history, judged on real runs
     And 2 s pass
     Then every watcher saw every event in order
 
+  @short
   Scenario: No acknowledged write of the load is lost although another client deleted its keys unseen
     Fails with: members missing acknowledged writes of the load
     Given a zone without the etcd leader is the target zone

@@ -56,6 +56,7 @@ Feature: False statements about where the real scheduler put the reference contr
     Given the reference control plane with failure tolerance "zone" in the gep20 form
     Then the PodDisruptionBudget of etcd-main allows 2 disruptions
 
+  @short
   Scenario: A control plane without failure tolerance runs in zone-b
     Fails with: pods by component, zone and phase
     Given the reference control plane with failure tolerance "none" in the gep20 form

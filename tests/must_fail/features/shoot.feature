@@ -51,6 +51,7 @@ Feature: False statements about GEP-20's experiment, judged with the reference c
     When zone "zone-a" goes down
     Then the shoot API is writable again within 5 s of the outage
 
+  @short
   Scenario: No acknowledged shoot API write is lost although another client deleted them
     Fails with: acknowledged shoot API writes missing (gone on a read-back or at the end)
     Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real

@@ -12,6 +12,7 @@ Feature: False statements about cross-zone traffic, judged on real runs
     When cross-zone traffic is measured for 3 s
     Then cross-zone traffic stays below 50 KiB/s
 
+  @short
   Scenario: 100 PUT/s to the leader cost about 50 KiB/s
     Fails with: within 40 % of 50 KiB/s
     Given a load of 100 PUT/s with 1 KiB values against the leader from a client in its zone
