@@ -392,13 +392,22 @@ def timeline(request: pytest.FixtureRequest, harness_config: Config) -> Iterator
     _write_run(request, harness_config, tl)
 
 
+_INTERRUPTED: list[bool] = []  # Ctrl-C or SIGTERM: pytest calls the hook below before teardown
+
+
+def pytest_keyboard_interrupt() -> None:
+    _INTERRUPTED.append(True)
+
+
 @pytest.fixture
 def faults(env: Environment, timeline: Timeline) -> Iterator[FaultRunner]:
     runner = FaultRunner(env, timeline)
     try:
         yield runner
     finally:
-        runner.heal()
+        # Interrupted: heal every fault at once, but do not wait for the region to recover (a
+        # member cut off rejoins up to half a minute later); the session is ending anyway.
+        runner.heal(wait=not _INTERRUPTED)
 
 
 @pytest.fixture
