@@ -511,7 +511,10 @@ def progress_notified(record: WatchRecord, history: KeyHistory, others: Iterable
 def event_details(record: WatchRecord, history: KeyHistory, others: Iterable[WatchRecord] = ()) -> list[WrongEventDetail]:
     """prevKV and isCreate of each event against the key's history: the event before it in the
     history (acknowledged writes and every watcher's events; keys start absent) says what the
-    previous value was and whether the key existed."""
+    previous value was and whether the key existed. A key no recorded operation wrote (one bound to
+    a lease: its put is not checked, its expiry not recorded) is known only from the watchers'
+    events: an event with none before it may follow a write from before any watcher started, and
+    is not judged."""
     if not record.details:
         return []
     per_key: dict[str, list[WatchEvent]] = {}
@@ -523,6 +526,8 @@ def event_details(record: WatchRecord, history: KeyHistory, others: Iterable[Wat
         versions = per_key.get(e.key, [])
         before = [v for v in versions if v.revision < e.revision]
         prev = before[-1] if before else None
+        if prev is None and e.key not in history:
+            continue
         existed = prev is not None and prev.type == "put"
         if e.type == "put" and d.created is not None and (d.created == e.revision) == existed:
             found.append(WrongEventDetail(record.watcher, i, e, "isCreate", d.created == e.revision, not existed))

@@ -269,6 +269,22 @@ def test_prev_kv_and_is_create_agree_with_the_history() -> None:
     assert found.what == "isCreate" and found.expected is True
 
 
+def test_a_key_no_recorded_write_made_is_judged_only_after_what_the_watchers_saw() -> None:
+    """A lease-bound key put before any watcher started (its put unrecorded) and expired while
+    they watched: the delete's prevKV is the put's value, which nothing recorded. Not an anomaly;
+    a second put and delete the watchers saw are judged."""
+    events = (ev(5, "/lease-1", None), ev(6, "/lease-1", "v2"), ev(7, "/lease-1", None))
+    details = (w.EventDetail(1, None, "v1", True), w.EventDetail(2, 6, None, True), w.EventDetail(3, None, "v2", True))
+    record = WatchRecord("w", "/", 5, events, (), details)
+    assert w.event_details(record, {}) == []
+    wrong = details[:2] + (w.EventDetail(3, None, "v1", True),)
+    (found,) = w.event_details(WatchRecord("w", "/", 5, events, (), wrong), {})
+    assert found.what == "prevKV" and found.expected == "v2"
+    # A key the history wrote stays judged from its first event: absent before it.
+    (found,) = w.event_details(record, {"/lease-1": [(6, "v2")]})
+    assert found.what == "prevKV" and found.got == "v1" and found.expected is None
+
+
 def test_the_events_of_one_revision_come_in_one_response() -> None:
     history: KeyHistory = {"/a": [(2, "a1")], "/b": [(2, "b1")]}
     both = (ev(2, "/a", "a1"), ev(2, "/b", "b1"))
