@@ -190,6 +190,7 @@ class FaultRunner:
         """Heal one fault (default: all, newest first); then, with no fault left, wait for health."""
         targets = [active] if active else list(reversed(self.active))
         errors = []
+        held = max((time.monotonic() - a.started for a in targets), default=0.0)
         for a in targets:
             try:
                 _with_timeout(lambda: a.fault.heal(self.env, a.target, a.data), self.env.config.timeouts.heal, f"heal {a.kind} on {a.target}")
@@ -205,7 +206,10 @@ class FaultRunner:
         if wait and not self.active:
             with self.timeline.span("health", "after"):
                 try:
-                    self.env.wait_healthy(self.env.config.timeouts.recovery)
+                    # Connections that met silence for T s back off: TCP's next retransmission,
+                    # the first packet peers hear again, comes up to about T after the heal
+                    # (benchmarks/rejoin_after_outage.py: 24 s after a 30 s cut).
+                    self.env.wait_healthy(self.env.config.timeouts.recovery + held)
                 except HarnessError as e:
                     raise FaultError(f"region did not recover after healing: {e}") from None
 

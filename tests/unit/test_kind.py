@@ -684,6 +684,20 @@ def test_zone_outage_through_the_runner_and_healed_after_a_crash(tmp_path: Path,
     assert later.faults() == []
 
 
+def test_the_wait_for_health_after_a_heal_grows_with_how_long_the_fault_held(
+        tmp_path: Path, kube: list[NodeView], monkeypatch: pytest.MonkeyPatch) -> None:
+    """TCP backs off through a cut: peers hear each other again up to about as long after the heal
+    as the cut lasted, so the wait allows the recovery timeout plus the time the fault held."""
+    env = kind_env(Commands(), tmp_path)
+    waited: list[float] = []
+    monkeypatch.setattr(env, "wait_healthy", lambda timeout=None: waited.append(timeout))
+    runner = FaultRunner(env, Timeline())
+    active = runner.inject("zone-outage", "zone-c", wait_healthy=False)
+    active.started -= 40.0  # as if it had held for 40 s
+    runner.heal()
+    assert len(waited) == 1 and env.config.timeouts.recovery + 40.0 <= waited[0] < env.config.timeouts.recovery + 45.0
+
+
 def test_runner_rolls_back_a_zone_outage_that_failed_part_way(tmp_path: Path, kube: list[NodeView]) -> None:
     run = Commands()
     run.fail("docker", "network", "disconnect", NET, f"{W}4")
