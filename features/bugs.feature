@@ -2,7 +2,7 @@
 Feature: Historical etcd bugs the harness flags
   etcd's robustness suite keeps its known bugs reproducible, one make target each, so that a
   change to the suite that stops catching them is seen. These are the harness's own scenarios
-  for three of them. On the etcd release that had the bug (`python -m harness.bugs`, make bugs,
+  for four of them. On the etcd release that had the bug (`python -m harness.bugs`, make bugs,
   runs each with `--etcd-version`), a Then-step must fail in the check named after what the bug
   breaks; on a fixed release (the pinned one, which `make test` runs) every step must pass.
 
@@ -39,6 +39,26 @@ Feature: Historical etcd bugs the harness flags
     And 1 s pass
     Then no acknowledged write of the load is lost
     And the history is linearizable
+
+  @bug_14685 @long
+  Scenario: A member that crashes while defragmenting keeps one history with the others (etcd issue 14685, 3.5.0 to 3.5.5)
+    etcd 3.5.5's defragmentation committed the backend without saving the consistent index with it,
+    so a member that crashed in the middle of it applied again, after its restart, entries its
+    data already held: its revision ran ahead of the others' and its keys went apart. The failpoint
+    defragBeforeCopy crashes it right after that commit; with the backend committing only every
+    10 s the saved consistent index is seconds old, so there is always something to apply twice.
+
+    Given a fresh region with 3 etcd members at the etcd version under test with failpoints, its backend committed every 10000 ms
+    And a put load of 300 ops/s on 30 shared keys from a client in every zone with a member, each through that member and watching it
+    When 2 s pass
+    And failpoint "defragBeforeCopy" of member "etcd-1" is set to "panic"
+    And member "etcd-1" is defragmented
+    And member "etcd-1" comes back
+    And 2 s pass
+    Then all members end with equal HashKV
+    And every watcher saw every event in order
+    And the history is linearizable
+    And no acknowledged write of the load is lost
 
   @bug_15271 @long
   Scenario: A member brought back by a snapshot keeps its watches in order (etcd issue 15271, 3.5.0 to 3.5.7)

@@ -49,9 +49,11 @@ class KnownBug:
 
 BUGS: dict[int, KnownBug] = {b.issue: b for b in (
     KnownBug(13766, "inconsistent revision and data after a member is killed under high load", "v3.5.2", "v3.5.35",
-             False, ("HashKV differs", "NOT linearizable", "lost write", "watch anomalies")),
+             False, ("reach one revision", "HashKV differs", "NOT linearizable", "lost write", "watch anomalies")),
     KnownBug(14370, "a write acknowledged before a crash is lost (raftBeforeSave)", "v3.5.4", "v3.5.35",
              True, ("lost write", "NOT linearizable", "missing acknowledged writes")),
+    KnownBug(14685, "a member that crashed while defragmenting applies entries twice (defragBeforeCopy)", "v3.5.5",
+             "v3.5.35", True, ("reach one revision", "HashKV differs", "watch anomalies", "NOT linearizable", "lost write")),
     KnownBug(15271, "a watch goes back in time after its member was brought back by a snapshot", "v3.5.7",
              "v3.5.35", False, ("watch anomalies", "NOT linearizable")),
 )}

@@ -278,7 +278,8 @@ def region_factory(harness_config: Config, pytestconfig: pytest.Config) -> Itera
     made: list[LocalRegion] = []
 
     def make(etcd: dict[str, Any] | None = None, **shape: Any) -> LocalEnvironment:
-        name = f"pf{len(made)}"
+        # Named after the session's region, so that two sessions (--region-name) never share one.
+        name = f"{harness_config.region.name[:2]}f{len(made)}"
         region = LocalRegion(with_region(harness_config, etcd, name=name, **shape))
         made.append(region)
         return _bring_up(region, pytestconfig)

@@ -9,7 +9,9 @@ from typing import Any
 from pytest_bdd import parsers, when
 
 from harness.errors import ConfigError
+from harness.etcd_gateway import EtcdRequestError
 from harness.faults.runner import FaultRunner
+from harness.providers.base import MemberProcesses
 from harness.providers.local.region import EtcdMembers
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
@@ -137,6 +139,33 @@ def _(etcd: EtcdMembers, faults: FaultRunner, timeline: Timeline, times: int, se
 def _(faults: FaultRunner, name: str, member: str, action: str) -> None:
     """One of etcd's own failpoints (the region runs an etcd built with them)."""
     faults.inject("member-failpoint", member, {"name": name, "action": action})
+
+
+@when(parsers.parse('member "{member}" is defragmented'))
+def _(etcd: EtcdMembers, timeline: Timeline, member: str) -> None:
+    """etcd's defragment on the member. A member that dies doing it (a failpoint set to panic) is
+    what the step is for: the crash goes on the timeline; any other failure fails the step."""
+    name = etcd.member(member).name
+    client = etcd.client(name, timeout=60.0)
+    try:
+        client.defragment()
+        timeline.mark("operation", f"{name} defragmented")
+    except EtcdRequestError as e:
+        # The connection breaks a moment before the process is seen gone.
+        if not isinstance(etcd, MemberProcesses) or not _gone_within(etcd, name, 5.0):
+            raise
+        timeline.mark("operation", f"{name} crashed while defragmenting", error=str(e)[:200])
+    finally:
+        client.close()
+
+
+def _gone_within(etcd: MemberProcesses, member: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while etcd.member_running(member):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 @when(parsers.parse('member "{member}" pauses for {seconds:g} s'))

@@ -53,12 +53,12 @@ def _(region_factory: Callable[..., LocalEnvironment]) -> LocalEnvironment:
     return region_factory({"failpoints": True}, members=1)
 
 
-@given(parsers.parse("a fresh region with 1 etcd member at the etcd version under test with failpoints, its backend "
-                     "committed every {ms:d} ms"), target_fixture="env")
-def _(region_factory: Callable[..., LocalEnvironment], ms: int) -> LocalEnvironment:
+@given(parsers.re(r"a fresh region with (?P<members>\d+) etcd members? at the etcd version under test with failpoints, "
+                  r"its backend committed every (?P<ms>\d+) ms"), target_fixture="env")
+def _(region_factory: Callable[..., LocalEnvironment], members: str, ms: str) -> LocalEnvironment:
     """As above, the backend committing every `ms` milliseconds: what was applied but not yet
     committed there survives a crash only through the raft log."""
-    return region_factory({"failpoints": True, "backend_batch_interval_ms": ms}, members=1)
+    return region_factory({"failpoints": True, "backend_batch_interval_ms": int(ms)}, members=int(members))
 
 
 @given("the zone of the etcd leader is the target zone", target_fixture="target_zone")
