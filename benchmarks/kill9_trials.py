@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.config import load_config, to_dict  # noqa: E402
-from harness.providers.local import netns  # noqa: E402
+from harness import netns  # noqa: E402
 from harness.providers.local.region import LocalEnvironment, LocalRegion  # noqa: E402
 
 HANG = textwrap.dedent("""

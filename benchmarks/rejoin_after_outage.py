@@ -18,9 +18,9 @@ import re
 import time
 from typing import Callable
 
+from harness import netns
 from harness.config import load_config
 from harness.faults.runner import FaultRunner
-from harness.providers.local import netns
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.timeline import Timeline
 

@@ -25,9 +25,8 @@ from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged, converged_keys
 from harness.probes.etcd import hashkv
 from harness.probes.shoot_api import ShootApiProbe, gone_on_read_back, read_back_errors
-from harness.providers.base import Seed
-from harness.providers.local.region import LocalEnvironment
-from harness.providers.local.shoot import ShootEtcd
+from harness.providers.base import Environment, Seed, client_netns, shoot_etcd
+from harness.providers.state import StateBacked
 from harness.reference.components import ETCDS
 from harness.reference.deploy import deploy
 from harness.reference.render import ReferenceSpec
@@ -128,15 +127,15 @@ def _all_running(seed: Seed) -> bool:
     return bool(pods) and all(p.serving for p in pods)
 
 
-def zone_outage(env: LocalEnvironment, seed: Seed, zone: str, bounds: Bounds) -> ZoneResult:
+def zone_outage(env: Environment, seed: Seed, zone: str, bounds: Bounds) -> ZoneResult:
     timeline = Timeline()
-    etcd = ShootEtcd(env, seed, NAMESPACE, "etcd-main")
+    etcd = shoot_etcd(env, seed, NAMESPACE, "etcd-main")
     leader = etcd.leader(etcd.wait_healthy())
     via = next(z for z in env.zones if z != zone)
     result = ZoneResult(zone, had_leader=leader is not None and etcd.member(leader).zone == zone)
     result.tables["before"] = _snapshot(seed)
     probe = AvailabilityProbe(etcd, timeline, via).start()
-    shoot = ShootApiProbe(seed, NAMESPACE, timeline, env.names.client_ns(via), via).start()
+    shoot = ShootApiProbe(seed, NAMESPACE, timeline, client_netns(env, via), via).start()
     runner = FaultRunner(env, timeline)
     try:
         time.sleep(1.0)
@@ -175,7 +174,7 @@ def zone_outage(env: LocalEnvironment, seed: Seed, zone: str, bounds: Bounds) ->
     result.shoot_read_errors = len(read_back_errors(shoot_history))
     equal = True
     for name in ETCDS:
-        view = ShootEtcd(env, seed, NAMESPACE, name)
+        view = shoot_etcd(env, seed, NAMESPACE, name)
         converged(view, env.config.timeouts.recovery)
         equal = equal and not diverging_hashes(hashkv(view))
     result.hashes_equal = equal
@@ -187,7 +186,7 @@ def _since(start: float, timeline: Timeline, found: Any) -> float | None:
     return round(timeline.now() - start, 1) if found is not None else None
 
 
-def run_all(env: LocalEnvironment, seed: Seed, report: Path, form: str = "gep20", zones: list[str] | None = None,
+def run_all(env: Environment, seed: Seed, report: Path, form: str = "gep20", zones: list[str] | None = None,
             bounds: Bounds = Bounds()) -> int:
     started = time.monotonic()
     spec = ReferenceSpec("zone", env.zones, form, NAMESPACE, seed.storage_class, real=True)
@@ -210,7 +209,7 @@ def run_all(env: LocalEnvironment, seed: Seed, report: Path, form: str = "gep20"
               flush=True)
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(json.dumps({
-        "etcd": env.state["etcd"], "form": form, "bounds": asdict(bounds), "took_s": round(time.monotonic() - started, 1),
+        "etcd": env.state.get("etcd") if isinstance(env, StateBacked) else None, "form": form, "bounds": asdict(bounds), "took_s": round(time.monotonic() - started, 1),
         "results": [asdict(r) | {"problems": r.problems(bounds)} for r in results]}, indent=1))
     print(f"report: {report} ({time.monotonic() - started:.0f} s)")
     return 1 if any(r.problems(bounds) for r in results) else 0

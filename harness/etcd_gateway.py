@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harness.errors import HarnessError
-from harness.providers.local.netns import NsHTTPConnection
+from harness.netns import NsHTTPConnection
 
 
 class EtcdRequestError(HarnessError):
@@ -108,6 +108,10 @@ class EtcdClient:
         payload = self.call("/v3/kv/deleterange", {"key": _b64(prefix), "range_end": prefix_end(prefix)},
                             timeout=max(self.timeout, 5.0))
         return int(payload.get("deleted", 0))
+
+    def hashkv(self, revision: int) -> int:
+        """The hash of this member's keys and values at `revision` (etcd's HashKV)."""
+        return int(self.call("/v3/maintenance/hashkv", {"revision": revision}, timeout=max(self.timeout, 10.0))["hash"])
 
     def defragment(self, timeout: float = 60.0) -> None:
         """Defragment this member's backend (it holds the member's writes while it runs)."""

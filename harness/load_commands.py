@@ -13,18 +13,18 @@ from typing import Callable
 from harness.load.profiles import resolve
 from harness.load.runner import LoadRun, new_workdir, region_loads
 from harness.probes.traffic import TrafficProbe
-from harness.providers.local.region import LocalEnvironment
+from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
 from harness.validate.traffic import SOURCES, rates, uncounted
 
 
-def _start(env: LocalEnvironment, profile: str, processes: int = 1, out: Path | None = None) -> LoadRun | None:
+def _start(env: EtcdCluster, profile: str, processes: int = 1, out: Path | None = None) -> LoadRun | None:
     """Start the load; its statistics and history go under `out`, else the region's work directory."""
     resolved = resolve(profile, env, processes)
     if resolved is None:
         return None
     spec, netns = resolved
-    workdir = new_workdir(out or region_loads(env.config.state_dir, env.spec.name), f"load-{profile}")
+    workdir = new_workdir(out or region_loads(env.config.state_dir, env.config.region.name), f"load-{profile}")
     run = LoadRun(spec, netns, workdir, Timeline()).start()
     run.wait_started()
     return run
@@ -35,8 +35,8 @@ def _progress(message: str) -> None:
     print(f"[harness] {message}", file=sys.stderr, flush=True)
 
 
-def run_load(env: LocalEnvironment, args: argparse.Namespace,
-             start: Callable[[LocalEnvironment, str, int, Path | None], LoadRun | None] = _start) -> int:
+def run_load(env: EtcdCluster, args: argparse.Namespace,
+             start: Callable[[EtcdCluster, str, int, Path | None], LoadRun | None] = _start) -> int:
     run = start(env, args.profile, args.processes, args.out)
     assert run is not None  # the parser offers no `idle`
     _progress(f"{args.profile} for {args.seconds:g} s from {run.netns}, history in {run.workdir / 'history'}")
@@ -52,7 +52,7 @@ def run_load(env: LocalEnvironment, args: argparse.Namespace,
     return 0
 
 
-def measure_traffic(env: LocalEnvironment, args: argparse.Namespace) -> int:
+def measure_traffic(env: EtcdCluster, args: argparse.Namespace) -> int:
     run = _start(env, args.profile)
     try:
         probe = TrafficProbe(env)

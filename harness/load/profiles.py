@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from harness.errors import ConfigError
 from harness.load.runner import LoadSpec
+from harness.providers.base import EtcdCluster
 
 RANGE_PREFIX = "/load/range/"
 RANGE_KEYS = 5000
@@ -47,8 +47,8 @@ def profile(name: str) -> Profile | None:
         raise ConfigError(f"unknown load profile {name!r}; accepted: {', '.join(PROFILES)}") from None
 
 
-def resolve(name: str, etcd: Any, processes: int = 1) -> tuple[LoadSpec, str] | None:
-    """The load spec and the client namespace it runs from; None for `idle`."""
+def resolve(name: str, etcd: EtcdCluster, processes: int = 1) -> tuple[LoadSpec, str | None] | None:
+    """The load spec and the client namespace it runs from (None: the harness's own); None for `idle`."""
     p = profile(name)
     if p is None:
         return None
@@ -62,10 +62,10 @@ def resolve(name: str, etcd: Any, processes: int = 1) -> tuple[LoadSpec, str] | 
                     key_prefix=RANGE_PREFIX if p.preload else "/load/")
     if p.preload:
         _preload(etcd, follower.zone, p.preload)
-    return spec, etcd.names.client_ns(zone)
+    return spec, etcd.client_netns(zone)
 
 
-def _preload(etcd: Any, zone: str, keys: int) -> None:
+def _preload(etcd: EtcdCluster, zone: str, keys: int) -> None:
     """Write the keys a range profile reads, through the JSON gateway from the client's zone."""
     client = etcd.client(etcd.members[0].name, zone, timeout=5.0)
     try:

@@ -17,7 +17,7 @@ from typing import Any
 from harness.errors import ConfigError
 from harness.etcd_gateway import EtcdRequestError
 from harness.probes.samples import Sample
-from harness.providers.local.region import LocalEnvironment
+from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
 
 MAX_INTERVAL = 0.020
@@ -75,7 +75,7 @@ def recorded_path(data: dict[str, Any]) -> str:
 
 
 class AvailabilityProbe:
-    def __init__(self, env: LocalEnvironment, timeline: Timeline, via_zone: str, interval: float = 0.010) -> None:
+    def __init__(self, env: EtcdCluster, timeline: Timeline, via_zone: str, interval: float = 0.010) -> None:
         if not 0 < interval <= MAX_INTERVAL:
             raise ConfigError(f"probe interval must be in (0, {MAX_INTERVAL}] s, got {interval}")
         self.env = env

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from harness.etcd_gateway import Status
 from harness.probes.etcd import keys_per_member
-from harness.providers.local.region import LocalEnvironment
+from harness.providers.base import EtcdCluster
 from harness.wait import wait_for
 
 
-def converged(env: LocalEnvironment, timeout: float) -> dict[str, Status | str]:
+def converged(env: EtcdCluster, timeout: float) -> dict[str, Status | str]:
     """Wait until every member answers with the same revision (writes have stopped)."""
     return wait_for(
         env.status,
@@ -18,12 +18,12 @@ def converged(env: LocalEnvironment, timeout: float) -> dict[str, Status | str]:
     )
 
 
-def converged_keys(env: LocalEnvironment, prefix: str, timeout: float) -> dict[str, list[str] | str]:
+def converged_keys(env: EtcdCluster, prefix: str, timeout: float) -> dict[str, list[str] | str]:
     converged(env, timeout)
     return keys_per_member(env, prefix)
 
 
-def settled_hashes(env: LocalEnvironment, timeout: float) -> tuple[dict[str, int | str], dict[str, int] | None]:
+def settled_hashes(env: EtcdCluster, timeout: float) -> tuple[dict[str, int | str], dict[str, int] | None]:
     """Each member's revision (or why it did not answer) once they reach one revision within
     `timeout`, and their HashKV at it; None for the hashes when they never reach one revision (a
     member that skipped or repeated an entry stays apart for good)."""

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 from harness.errors import HarnessError
 from harness.etcd_gateway import EtcdRequestError
-from harness.providers.local import netns
-from harness.providers.local.region import LocalEnvironment
+from harness.providers.base import EtcdCluster
 
 
-def keys_per_member(env: LocalEnvironment, prefix: str) -> dict[str, list[str] | str]:
+def keys_per_member(etcd: EtcdCluster, prefix: str) -> dict[str, list[str] | str]:
     """Each member's own (serializable) view of the keys under `prefix`, or why it could not be read."""
     out: dict[str, list[str] | str] = {}
-    for m in env.members:
-        client = env.client(m.name, timeout=10.0)
+    for m in etcd.members:
+        client = etcd.client(m.name, timeout=10.0)
         try:
             out[m.name] = client.keys(prefix, serializable=True)
         except EtcdRequestError as e:
@@ -24,20 +21,21 @@ def keys_per_member(env: LocalEnvironment, prefix: str) -> dict[str, list[str] |
     return out
 
 
-def hashkv(env: LocalEnvironment, revision: int | None = None) -> dict[str, int]:
-    """HashKV of every member at one revision (default: the lowest current revision)."""
+def hashkv(etcd: EtcdCluster, revision: int | None = None) -> dict[str, int]:
+    """HashKV of every member at one revision (default: the lowest current revision), each asked
+    from its own zone."""
     if revision is None:
-        revs = [s.revision for s in env.status().values() if not isinstance(s, str)]
-        if len(revs) != len(env.members):
+        revs = [s.revision for s in etcd.status().values() if not isinstance(s, str)]
+        if len(revs) != len(etcd.members):
             raise HarnessError("cannot compute HashKV: not every member answers status")
         revision = min(revs)
     hashes: dict[str, int] = {}
-    for m in env.members:
-        out = netns.ns_run(
-            env.names.client_ns(m.zone),
-            [env.etcdctl, f"--endpoints={m.client_url}", "endpoint", "hashkv",
-             f"--rev={revision}", "-w", "json"],
-            timeout=env.config.timeouts.command,
-        )
-        hashes[m.name] = int(json.loads(out)[0]["HashKV"]["hash"])
+    for m in etcd.members:
+        client = etcd.client(m.name, timeout=etcd.config.timeouts.command)
+        try:
+            hashes[m.name] = client.hashkv(revision)
+        except EtcdRequestError as e:
+            raise HarnessError(f"HashKV of {m.name} at revision {revision}: {e}") from None
+        finally:
+            client.close()
     return hashes

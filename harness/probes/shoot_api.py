@@ -26,7 +26,7 @@ from harness.kube import cluster
 from harness.probes.availability import ProbeHistory
 from harness.probes.samples import Sample
 from harness.providers.base import Seed
-from harness.providers.local.netns import NsHTTPSConnection
+from harness.netns import NsHTTPSConnection
 from harness.timeline import Timeline
 
 NAMESPACE = "default"

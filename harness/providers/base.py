@@ -12,11 +12,12 @@ from pathlib import Path
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, PrerequisiteError
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
     from harness.config import Config
+    from harness.etcd_gateway import EtcdClient, Status
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,83 @@ class Environment(Protocol):
 
     def sweep(self) -> list[str]:
         """Undo any fault effect left behind without a ledger entry (after a crash); says what it did."""
+
+
+@runtime_checkable
+class Vantages(Protocol):
+    """Where a client of the harness stands: in a zone (on the local region, that zone's client
+    network namespace), or outside every zone (None: the harness's own machine)."""
+
+    def client_netns(self, zone: str | None) -> str | None:
+        """The network namespace a client standing in `zone` runs in; None: the harness's own."""
+
+
+def client_netns(env: object, zone: str | None) -> str | None:
+    """Where a client standing in `zone` runs in `env`. Outside every zone (None) is the harness's
+    own machine; a zone needs an environment with a vantage point there."""
+    if zone is not None and not isinstance(env, Vantages):
+        raise PrerequisiteError(f"this environment has no client vantage point in zone {zone!r}: its clients run "
+                                "on the harness's own machine")
+    return env.client_netns(zone) if isinstance(env, Vantages) else None
+
+
+@runtime_checkable
+class EtcdCluster(Vantages, Protocol):
+    """An etcd cluster as observers see it: members placed in zones, each reached from a vantage
+    point, their status and the leader they agree on, their metrics. The region's own etcd and a
+    shoot control plane's etcd-main and etcd-events are each one; probes, steps and validators
+    take this, never a provider's class."""
+
+    config: Config
+    zones: tuple[str, ...]
+    members: tuple[Member, ...]
+
+    def zone(self, name: str) -> str: ...
+    def member(self, name: str) -> Member: ...
+
+    def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
+        """A client of one member, standing in `via_zone` (default: the member's own zone)."""
+
+    def status(self, via_zone: str | None = None) -> dict[str, Status | str]:
+        """Each member's status, or why it could not be read."""
+
+    def leader(self, statuses: dict[str, Status | str] | None = None) -> str | None: ...
+
+    def wait_healthy(self, timeout: float | None = None, members: list[str] | None = None,
+                     max_lag: int = 20) -> dict[str, Status | str]: ...
+
+    def metrics(self, member: str) -> str:
+        """The member's Prometheus metrics text, read from its own zone; raises HarnessError when
+        they cannot be read."""
+
+
+def zone_pair(src: str, dst: str) -> str:
+    """How traffic from one zone to another is named, on the wire and in the metrics."""
+    return f"{src}->{dst}"
+
+
+@runtime_checkable
+class ZoneTrafficCounters(Protocol):
+    """Environments that count the bytes forwarded between each ordered pair of zones on the wire
+    (the local region's router); a probe reads them, the environment keeps them."""
+
+    def zone_pair_bytes(self) -> dict[str, int]:
+        """Bytes forwarded so far per pair, keyed "zone-a->zone-b"."""
+
+
+@runtime_checkable
+class ShootEtcds(Protocol):
+    """Environments whose seed runs control planes whose etcd clusters the harness can observe."""
+
+    def shoot_etcd(self, seed: Seed, namespace: str, name: str) -> EtcdCluster:
+        """The etcd cluster `name` (etcd-main, etcd-events) of the control plane in `namespace`."""
+
+
+def shoot_etcd(env: object, seed: Seed, namespace: str, name: str) -> EtcdCluster:
+    """The etcd cluster `name` of the control plane in `namespace`, as `env` reaches it."""
+    if not isinstance(env, ShootEtcds):
+        raise PrerequisiteError(f"this environment cannot reach the etcd members of the control plane in {namespace}")
+    return env.shoot_etcd(seed, namespace, name)
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from harness import judge
 from harness.aws.access import AwsAccess
 from harness.aws.machines import MachineApiProbe
 from harness.faults.runner import FaultRunner
-from harness.providers.local.region import EtcdMembers
+from harness.providers.base import EtcdCluster
 from harness.steps.faults import apply_faults
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
@@ -52,18 +52,18 @@ def _(cloud: AwsAccess, env, timeline: Timeline, machine_probes: list[Any], zone
 
 @when(parsers.parse("{zone}'s subnets get a deny-all network ACL and the machine credentials are revoked"),
       target_fixture="outage")
-def _(etcd: EtcdMembers, faults: FaultRunner, zone: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, zone: str) -> Outage:
     """GEP-20's AWS outage, as its authors did it by hand: both faults, back to back."""
     return apply_faults(etcd, faults, [("aws-zone-outage", zone, {}), ("aws-revoke-credentials", "machine-controller", {})])
 
 
 @when(parsers.parse("{zone}'s subnets get a network ACL denying the other zones"), target_fixture="outage")
-def _(etcd: EtcdMembers, faults: FaultRunner, zone: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, zone: str) -> Outage:
     return apply_faults(etcd, faults, [("aws-zone-outage", zone, {"scope": "availability-zone"})])
 
 
 @when(parsers.parse('the instance of node "{node}" is {mode}'), target_fixture="outage")
-def _(etcd: EtcdMembers, faults: FaultRunner, node: str, mode: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, node: str, mode: str) -> Outage:
     kinds = {"stopped": "aws-instance-stop", "terminated": "aws-instance-terminate", "rebooted": "aws-instance-reboot"}
     judge.holds(mode in kinds, f"an instance failure mode out of {', '.join(kinds)}", mode)
     return apply_faults(etcd, faults, [(kinds[mode], node, {})])

@@ -9,7 +9,7 @@ from pytest_bdd import parsers, then
 from harness import judge
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged_keys, settled_hashes
-from harness.providers.local.region import EtcdMembers
+from harness.providers.base import EtcdCluster
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
@@ -25,7 +25,7 @@ def _await(figure: Callable[[], T | None], limit: float, what: str) -> T | None:
 
 
 @then(parsers.parse("a new leader is elected in a surviving zone within {limit:g} s"))
-def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
     h = probe.history
     found = _await(lambda: av.new_leader_after(h.samples, outage.start, outage.leader_id_before, h.member_ids), limit,
                    "a new leader")
@@ -61,7 +61,7 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
 
 
 @then("a leader exists in a surviving zone")
-def _(etcd: EtcdMembers, outage: Outage) -> None:
+def _(etcd: EtcdCluster, outage: Outage) -> None:
     """Within the time members get to be ready, the surviving members agree on a leader among them."""
     survivors = [m.name for m in etcd.members if m.zone not in outage.zones]
     seen: dict[str, object] = {}
@@ -86,7 +86,7 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
 
 
 @then(parsers.parse('serializable reads from the member in zone "{zone}" are still served'))
-def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
+def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
     last_cut = max(f.effective_at for f in outage.faults)
     for m in etcd.members_in(zone):
         served, failed = av.reads_served(probe.history.samples, m.name, last_cut, outage.healed_at or timeline.now())
@@ -114,17 +114,17 @@ def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, name
 
 
 @then(parsers.parse("its member catches up within {limit:g} s"))
-def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
     _catch_up(probe, outage, timeline, [m.name for z in outage.returned for m in etcd.members_in(z)], limit)
 
 
 @then(parsers.parse('member "{member}" catches up within {limit:g} s'))
-def _(etcd: EtcdMembers, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, member: str,
+def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, member: str,
       limit: float) -> None:
     _catch_up(probe, outage, timeline, [etcd.member(member).name], limit)
 
 
-def equal_hashes(etcd: EtcdMembers, what: str) -> None:
+def equal_hashes(etcd: EtcdCluster, what: str) -> None:
     """Once writes stopped, the members reach one revision and agree on HashKV at it."""
     __tracebackhide__ = True
     revisions, hashes = settled_hashes(etcd, etcd.config.timeouts.recovery)
@@ -133,13 +133,13 @@ def equal_hashes(etcd: EtcdMembers, what: str) -> None:
 
 
 @then("all members end with equal HashKV")
-def _(etcd: EtcdMembers, probes) -> None:
+def _(etcd: EtcdCluster, probes) -> None:
     probes.stop_all()
     equal_hashes(etcd, "members")
 
 
 @then("no acknowledged write is lost")
-def _(etcd: EtcdMembers, probes, probe: AvailabilityProbe, timeline: Timeline) -> None:
+def _(etcd: EtcdCluster, probes, probe: AvailabilityProbe, timeline: Timeline) -> None:
     probes.stop_all()
     h = probe.history
     judge.holds(len(h.acked()) > 0, "the probe had acknowledged writes to check", seen=len(h.acked()))

@@ -10,18 +10,18 @@ from typing import Any
 from pytest_bdd import parsers, when
 
 from harness.probes.availability import AvailabilityProbe
-from harness.providers.local.region import EtcdMembers
+from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
 
 
-def _client_of(etcd: EtcdMembers, zone: str | None = None) -> Any:
+def _client_of(etcd: EtcdCluster, zone: str | None = None) -> Any:
     zone = zone or etcd.zones[0]
     member = next((m for m in etcd.members if m.zone == zone), etcd.members[0])
     return etcd.client(member.name, zone, timeout=5.0)
 
 
 @when("another client deletes the probe's keys")
-def _(etcd: EtcdMembers, probe: AvailabilityProbe, timeline: Timeline) -> None:
+def _(etcd: EtcdCluster, probe: AvailabilityProbe, timeline: Timeline) -> None:
     client = _client_of(etcd, probe.via_zone)
     try:
         gone = client.delete_prefix(probe.history.prefix)
@@ -31,7 +31,7 @@ def _(etcd: EtcdMembers, probe: AvailabilityProbe, timeline: Timeline) -> None:
 
 
 @when("another client deletes the load's keys")
-def _(etcd: EtcdMembers, loads: Any, timeline: Timeline) -> None:
+def _(etcd: EtcdCluster, loads: Any, timeline: Timeline) -> None:
     client = _client_of(etcd)
     try:
         gone = sum(client.delete_prefix(p) for p in sorted({run.spec.key_prefix for run in loads.runs}))
@@ -41,7 +41,7 @@ def _(etcd: EtcdMembers, loads: Any, timeline: Timeline) -> None:
 
 
 @when(parsers.parse("a client the history does not know writes the load's {keys:d} shared keys"))
-def _(etcd: EtcdMembers, loads: Any, timeline: Timeline, keys: int) -> None:
+def _(etcd: EtcdCluster, loads: Any, timeline: Timeline, keys: int) -> None:
     prefix = loads.runs[0].spec.key_prefix
     client = _client_of(etcd)
     try:

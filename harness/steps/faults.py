@@ -11,8 +11,7 @@ from pytest_bdd import parsers, when
 from harness.errors import ConfigError
 from harness.etcd_gateway import EtcdRequestError
 from harness.faults.runner import FaultRunner
-from harness.providers.base import MemberProcesses
-from harness.providers.local.region import EtcdMembers
+from harness.providers.base import EtcdCluster, MemberProcesses
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.wait import wait_for
@@ -20,7 +19,7 @@ from harness.wait import wait_for
 NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its link": "node-link-down"}
 
 
-def apply_faults(etcd: EtcdMembers, faults: FaultRunner, what: list[tuple[str, str, dict[str, Any]]]) -> Outage:
+def apply_faults(etcd: EtcdCluster, faults: FaultRunner, what: list[tuple[str, str, dict[str, Any]]]) -> Outage:
     """Inject (kind, target, options) back to back; the Outage remembers the leader before."""
     statuses = etcd.status()
     leader = etcd.leader(statuses)
@@ -31,7 +30,7 @@ def apply_faults(etcd: EtcdMembers, faults: FaultRunner, what: list[tuple[str, s
     return Outage(applied, applied[0].effective_at, leader, ids.get(leader or "", 0), max(terms, default=0))
 
 
-def _apply(etcd: EtcdMembers, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
+def _apply(etcd: EtcdCluster, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
     outage = apply_faults(etcd, faults, [(kind, t, {}) for t in targets])
     if seconds:
         time.sleep(seconds)
@@ -117,7 +116,7 @@ def _(faults: FaultRunner, member: str) -> None:
 
 
 @when(parsers.parse("a random member is killed and restarted {times:d} times, {seconds:g} s apart"))
-def _(etcd: EtcdMembers, faults: FaultRunner, timeline: Timeline, times: int, seconds: float) -> None:
+def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, times: int, seconds: float) -> None:
     """etcd's robustness suite's kill failpoint: SIGKILL of a member chosen at random (the leader
     too), restarted at once from its data, answering again before the next. The schedule's seed
     is on the timeline, so a run can be repeated."""
@@ -142,7 +141,7 @@ def _(faults: FaultRunner, name: str, member: str, action: str) -> None:
 
 
 @when(parsers.parse('member "{member}" is defragmented'))
-def _(etcd: EtcdMembers, timeline: Timeline, member: str) -> None:
+def _(etcd: EtcdCluster, timeline: Timeline, member: str) -> None:
     """etcd's defragment on the member. A member that dies doing it (a failpoint set to panic) is
     what the step is for: the crash goes on the timeline; any other failure fails the step."""
     name = etcd.member(member).name
@@ -176,7 +175,7 @@ def _(faults: FaultRunner, member: str, seconds: float) -> None:
 
 
 @when(parsers.parse('member "{member}" comes back'))
-def _(etcd: EtcdMembers, faults: FaultRunner, member: str) -> None:
+def _(etcd: EtcdCluster, faults: FaultRunner, member: str) -> None:
     """Every fault on the member healed (a failpoint cleared, a member it took down started again
     from its data); the step returns once it answers."""
     name = etcd.member(member).name
@@ -191,7 +190,7 @@ def _(etcd: EtcdMembers, faults: FaultRunner, member: str) -> None:
 
 @when(parsers.parse("the peer traffic of a follower is blackholed until it is {behind:d} revisions behind"),
       target_fixture="outage")
-def _(etcd: EtcdMembers, faults: FaultRunner, timeline: Timeline, behind: int) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, behind: int) -> Outage:
     """etcd's robustness suite's blackhole-until-snapshot: the follower hears nothing from its peers
     (its clients still reach it) until the others are far enough ahead that, once it is back, the
     leader must send it a snapshot (snapshot count + catch-up entries: 5,100 on etcd 3.5 with a

@@ -13,7 +13,7 @@ from harness.errors import ConfigError, HarnessError
 from harness.etcd_gateway import EtcdRequestError
 from harness.load.runner import LoadSpec
 from harness.probes.traffic import TrafficProbe
-from harness.providers.local.region import EtcdMembers
+from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
 from harness.validate import traffic as tv
 
@@ -21,7 +21,7 @@ TARGETS = ("the leader", "a follower")
 CLIENTS = ("its zone", "another zone", "the other follower's zone")
 
 
-def _member(etcd: EtcdMembers, target: str) -> Any:
+def _member(etcd: EtcdCluster, target: str) -> Any:
     if target not in TARGETS:
         raise ConfigError(f"unknown load target {target!r}; accepted: {', '.join(TARGETS)}")
     leader = etcd.leader(etcd.wait_healthy())
@@ -32,7 +32,7 @@ def _member(etcd: EtcdMembers, target: str) -> Any:
 
 @given(parsers.parse("a load of {rate:g} PUT/s with {size:g} KiB values against {target} from a client in {where}"),
        target_fixture="load")
-def _(loads: Any, etcd: EtcdMembers, rate: float, size: float, target: str, where: str) -> Any:
+def _(loads: Any, etcd: EtcdCluster, rate: float, size: float, target: str, where: str) -> Any:
     if where not in CLIENTS:
         raise ConfigError(f"unknown client placement {where!r}; accepted: {', '.join(CLIENTS)}")
     member = _member(etcd, target)
@@ -43,11 +43,11 @@ def _(loads: Any, etcd: EtcdMembers, rate: float, size: float, target: str, wher
             "another zone": next(z for z in etcd.zones if z != member.zone),
             "the other follower's zone": next((z for z in etcd.zones if z not in (member.zone, leader_zone)), "")}[where]
     return loads.start(LoadSpec("put", rate, (member.client_url,), int(size * 1024), key_prefix=_prefix()),
-                       etcd.names.client_ns(zone))
+                       etcd.client_netns(zone))
 
 
 @when(parsers.parse("cross-zone traffic is measured for {seconds:g} s"), target_fixture="traffic")
-def _(env: Any, etcd: EtcdMembers, timeline: Timeline, seconds: float) -> dict[str, Any]:
+def _(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: float) -> dict[str, Any]:
     probe = TrafficProbe(env, etcd)
     time.sleep(1.0)  # past the load's start-up
     with timeline.span("traffic", "measure", seconds=seconds) as event:
@@ -87,14 +87,14 @@ def _(traffic: dict[str, Any], expected: float, tolerance: float) -> None:
 
 
 @then(parsers.parse('traffic between zone "{a}" and zone "{b}" stays below {limit:g} KiB/s'))
-def _(traffic: dict[str, Any], etcd: EtcdMembers, a: str, b: str, limit: float) -> None:
+def _(traffic: dict[str, Any], etcd: EtcdCluster, a: str, b: str, limit: float) -> None:
     _counted(traffic, "wire")
     both = tv.between(traffic, etcd.zone(a), etcd.zone(b))
     judge.holds(both["wire_kib_s"] < limit, f"traffic between {a} and {b} below {limit:g} KiB/s", seen=both)
 
 
 @then(parsers.parse("traffic between the followers' zones stays below {limit:g} KiB/s"))
-def _(traffic: dict[str, Any], etcd: EtcdMembers, limit: float) -> None:
+def _(traffic: dict[str, Any], etcd: EtcdCluster, limit: float) -> None:
     _counted(traffic, "wire")
     leader = etcd.leader(etcd.status())
     zones = [m.zone for m in etcd.members if m.name != leader]
@@ -118,7 +118,7 @@ def _prefix() -> str:
     return f"/load/{uuid.uuid4().hex[:8]}/"
 
 
-def fence_writer(etcd: EtcdMembers, zone: str) -> Callable[[str, str], int]:
+def fence_writer(etcd: EtcdCluster, zone: str) -> Callable[[str, str], int]:
     """The fence write of a load's watchers: a put from `zone` through the first member that takes it."""
     def put(key: str, value: str) -> int:
         errors = []
@@ -135,18 +135,18 @@ def fence_writer(etcd: EtcdMembers, zone: str) -> Callable[[str, str], int]:
 
 
 @given(parsers.parse("a mixed load of {rate:g} ops/s with a watcher from a client in another zone"), target_fixture="load")
-def _(loads: Any, etcd: EtcdMembers, target_zone: str, rate: float) -> Any:
+def _(loads: Any, etcd: EtcdCluster, target_zone: str, rate: float) -> Any:
     """Every member takes requests; the client and its watcher's member sit outside the target zone."""
     zone = next(z for z in etcd.zones if z != target_zone)
     watched = next(m for m in etcd.members if m.zone == zone)
     spec = LoadSpec("mixed", rate, tuple(m.client_url for m in etcd.members), users=20,
                     watch_hosts=(watched.client_url,), key_prefix=_prefix())
-    return loads.start(spec, etcd.names.client_ns(zone), fence_writer(etcd, zone))
+    return loads.start(spec, etcd.client_netns(zone), fence_writer(etcd, zone))
 
 
 @given(parsers.re(r"a (?P<profile>mixed|put) load of (?P<rate>[\d.]+) ops/s on (?P<keys>\d+) shared keys from a client "
                   r"in every zone with a member, each through that member and watching it"), target_fixture="load")
-def _(loads: Any, etcd: EtcdMembers, profile: str, rate: str, keys: str) -> Any:
+def _(loads: Any, etcd: EtcdCluster, profile: str, rate: str, keys: str) -> Any:
     """One client per zone that has a member, each reading and writing the same keys through that
     member (the one a zone outage cuts off included: its serializable reads are then served stale,
     its writes hang) and watching it: what lets the history show a stale read or a lost write.
@@ -155,7 +155,7 @@ def _(loads: Any, etcd: EtcdMembers, profile: str, rate: str, keys: str) -> Any:
     members = [next(m for m in etcd.members if m.zone == z) for z in etcd.zones if etcd.members_in(z)]
     fence = fence_writer(etcd, members[0].zone)
     return [loads.start(LoadSpec(profile, rate / len(members), (m.client_url,), users=8, shared_keys=keys,
-                                 watch_hosts=(m.client_url,), key_prefix=prefix), etcd.names.client_ns(m.zone), fence)
+                                 watch_hosts=(m.client_url,), key_prefix=prefix), etcd.client_netns(m.zone), fence)
             for m in members]
 
 
@@ -229,7 +229,7 @@ def _(loads: Any, timeline: Timeline) -> None:
 
 
 @then("no acknowledged write of the load is lost")
-def _(loads: Any, etcd: EtcdMembers, timeline: Timeline) -> None:
+def _(loads: Any, etcd: EtcdCluster, timeline: Timeline) -> None:
     from harness.load.history import operations, tag, watchers
     from harness.probes.converge import converged
     from harness.validate.oplog import acknowledged_writes, deletes, uncertain_deletes

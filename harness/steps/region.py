@@ -9,37 +9,38 @@ from pytest_bdd import given, parsers
 
 from harness.errors import ConfigError
 from harness.probes.availability import AvailabilityProbe
-from harness.providers.local.region import EtcdMembers, LocalEnvironment
+from harness.providers.base import EtcdCluster, Environment
 
 
 @given(parsers.parse("a healthy region with {members:d} etcd members spread over {zones:d} zones"), target_fixture="env")
-def _(env: LocalEnvironment, members: int, zones: int) -> LocalEnvironment:
-    if not env.members:
+def _(env: Environment, members: int, zones: int) -> Environment:
+    if not env.members or not isinstance(env, EtcdCluster):
         pytest.skip(f"the {env.provider} provider has no etcd members the harness can reach")
-    if (len(env.members), len(env.zones)) != (members, zones) or env.spec.layout != "multi-zone":
+    spread = len({m.zone for m in env.members})
+    if (len(env.members), len(env.zones), spread) != (members, zones, zones):
         raise ConfigError(
-            f"the shared region has {len(env.members)} members over {len(env.zones)} zones ({env.spec.layout}); "
-            f"this step needs {members} over {zones} — use 'a fresh region with ...' for other shapes"
+            f"the shared region has {len(env.members)} members in {spread} of its {len(env.zones)} zones; "
+            f"this step needs {members} spread over {zones} — use 'a fresh region with ...' for other shapes"
         )
     env.wait_healthy()
     return env
 
 
 @given(parsers.parse("a fresh region with {members:d} etcd members in the {layout} layout"), target_fixture="env")
-def _(region_factory: Callable[..., LocalEnvironment], members: int, layout: str) -> LocalEnvironment:
+def _(region_factory: Callable[..., Environment], members: int, layout: str) -> Environment:
     return region_factory(members=members, layout=layout)
 
 
 @given(parsers.parse("a fresh region with {members:d} etcd members at the etcd version under test with snapshot count "
                      "{count:d}"), target_fixture="env")
-def _(region_factory: Callable[..., LocalEnvironment], members: int, count: int) -> LocalEnvironment:
+def _(region_factory: Callable[..., Environment], members: int, count: int) -> Environment:
     """The release of --etcd-version (default: the pinned one), snapshotting every `count` entries."""
     return region_factory({"snapshot_count": count}, members=members)
 
 
 @given(parsers.parse("a fresh region with {members:d} etcd members at the etcd version under test with snapshot count "
                      "{count:d}, its data on disk committed every {ms:d} ms"), target_fixture="env")
-def _(region_factory: Callable[..., LocalEnvironment], members: int, count: int, ms: int) -> LocalEnvironment:
+def _(region_factory: Callable[..., Environment], members: int, count: int, ms: int) -> Environment:
     """As above, with the data on a real filesystem (fsync takes time there, as on a real control
     plane's disks, and a crash loses what was not synced; tmpfs hides both) and the backend
     committing every `ms` milliseconds (etcd's --backend-batch-interval; default 100)."""
@@ -48,42 +49,42 @@ def _(region_factory: Callable[..., LocalEnvironment], members: int, count: int,
 
 
 @given("a fresh region with 1 etcd member at the etcd version under test with failpoints", target_fixture="env")
-def _(region_factory: Callable[..., LocalEnvironment]) -> LocalEnvironment:
+def _(region_factory: Callable[..., Environment]) -> Environment:
     """One member, built with etcd's gofail failpoints (served on GOFAIL_HTTP)."""
     return region_factory({"failpoints": True}, members=1)
 
 
 @given(parsers.re(r"a fresh region with (?P<members>\d+) etcd members? at the etcd version under test with failpoints, "
                   r"its backend committed every (?P<ms>\d+) ms"), target_fixture="env")
-def _(region_factory: Callable[..., LocalEnvironment], members: str, ms: str) -> LocalEnvironment:
+def _(region_factory: Callable[..., Environment], members: str, ms: str) -> Environment:
     """As above, the backend committing every `ms` milliseconds: what was applied but not yet
     committed there survives a crash only through the raft log."""
     return region_factory({"failpoints": True, "backend_batch_interval_ms": int(ms)}, members=int(members))
 
 
 @given("the zone of the etcd leader is the target zone", target_fixture="target_zone")
-def _(etcd: EtcdMembers) -> str:
+def _(etcd: EtcdCluster) -> str:
     leader = etcd.leader(etcd.wait_healthy())
     return etcd.member(leader).zone  # type: ignore[arg-type]
 
 
 @given("a zone without the etcd leader is the target zone", target_fixture="target_zone")
-def _(etcd: EtcdMembers) -> str:
+def _(etcd: EtcdCluster) -> str:
     leader = etcd.leader(etcd.wait_healthy())
     return next(z for z in etcd.zones if z != etcd.member(leader).zone)  # type: ignore[arg-type]
 
 
 @given(parsers.parse('zone "{zone}" is the target zone'), target_fixture="target_zone")
-def _(env: LocalEnvironment, zone: str) -> str:
+def _(env: Environment, zone: str) -> str:
     return env.zone(zone)
 
 
 @given(parsers.parse("write and read probes run every {ms:d} ms from a client in another zone"), target_fixture="probe")
-def _(probes, etcd: EtcdMembers, target_zone: str, ms: int) -> AvailabilityProbe:
+def _(probes, etcd: EtcdCluster, target_zone: str, ms: int) -> AvailabilityProbe:
     via = next(z for z in etcd.zones if z != target_zone)
     return probes.start(etcd, via, ms / 1000)
 
 
 @given(parsers.parse('write and read probes run every {ms:d} ms from a client in zone "{zone}"'), target_fixture="probe")
-def _(probes, etcd: EtcdMembers, zone: str, ms: int) -> AvailabilityProbe:
+def _(probes, etcd: EtcdCluster, zone: str, ms: int) -> AvailabilityProbe:
     return probes.start(etcd, etcd.zone(zone), ms / 1000)

@@ -13,8 +13,7 @@ from harness.kube import cluster
 from harness.probes import placement
 from harness.probes.pod_phases import PodPhaseSampler
 from harness.probes.shoot_api import NAMESPACE, ShootApiProbe, configmap_name, gone_on_read_back, read_back_errors
-from harness.providers.base import Environment, Seed
-from harness.providers.local.shoot import ShootEtcd
+from harness.providers.base import EtcdCluster, Environment, Seed, client_netns, shoot_etcd
 from harness.reference.components import ETCDS, component
 from harness.reference.render import ReferenceSpec
 from harness.steps.scenario import Outage, Shoot
@@ -38,7 +37,7 @@ def _run_for_real(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env:
     # Pods per zone and phase on the timeline until the scenario ends (the report's pods panel).
     probes.add(PodPhaseSampler.of_seed(seed.kube, spec.namespace, timeline).start())
     # Taken while every member runs: a member keeps its address wherever its volume lets it go.
-    shoot.etcds = {name: ShootEtcd(env, seed, spec.namespace, name) for name in ETCDS}  # type: ignore[arg-type]
+    shoot.etcds = {name: shoot_etcd(env, seed, spec.namespace, name) for name in ETCDS}
     for view in shoot.etcds.values():
         view.wait_healthy()
     return shoot
@@ -56,7 +55,7 @@ def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment
 
 
 @given(parsers.re(r"(?P<name>etcd-[a-z]+) of the shoot control plane is the etcd under test"), target_fixture="etcd")
-def _(shoot: Shoot, name: str) -> ShootEtcd:
+def _(shoot: Shoot, name: str) -> EtcdCluster:
     component(name)
     return shoot.etcds[name]
 
@@ -64,7 +63,7 @@ def _(shoot: Shoot, name: str) -> ShootEtcd:
 @given(parsers.parse('the shoot API is written every {ms:d} ms through its load balancer from a client in zone "{zone}"'),
        target_fixture="shoot_probe")
 def _(shoot: Shoot, probes: Any, env: Any, timeline: Timeline, ms: int, zone: str) -> ShootApiProbe:
-    probe = ShootApiProbe(shoot.seed, shoot.spec.namespace, timeline, env.names.client_ns(env.zone(zone)), zone, ms / 1000)
+    probe = ShootApiProbe(shoot.seed, shoot.spec.namespace, timeline, client_netns(env, env.zone(zone)), zone, ms / 1000)
     return probes.add(probe.start())
 
 

@@ -10,9 +10,9 @@ from typing import Iterator
 
 import pytest
 
+from harness import netns
 from harness.config import Config, load_config
 from harness.etcd_gateway import EtcdRequestError
-from harness.providers.local import netns
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 
 HARNESS = [sys.executable, "-m", "harness.cli"]

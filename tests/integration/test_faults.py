@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 import pytest
 
+from harness import netns
 from harness import faults as fault_registry
 from harness.errors import ConfigError, FaultError
 from harness.faults.base import Injection
 from harness.faults.runner import FaultRunner, heal_everything
 from harness.faults.zone import ZoneOutage
 from harness.kube.processes import ProcessRecord
-from harness.providers.local import netns
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
 from tests.integration.conftest import cli, fault_tables, reachable

@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 
+from harness import netns
 from harness.errors import ConfigError, EnvironmentStateError, PrerequisiteError
 from harness.kube import loadbalancer as lb
 from harness.kube.loadbalancer import LoadBalancerSpec
 from harness.kube.processes import ProcessRecord
-from harness.providers.local import netns
 from harness.wait import wait_for
 
 pytestmark = pytest.mark.region

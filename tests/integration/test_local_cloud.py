@@ -20,13 +20,13 @@ import pytest
 from botocore.config import Config as BotoConfig
 from botocore.exceptions import ClientError
 
+from harness import netns
 from harness.aws.access import AwsAccess, Credentials
 from harness.aws.nacl import apply_zone_outage, heal_zone_outage, plan_zone_outage
 from harness.config import load_config
 from harness.errors import EnvironmentStateError
 from harness.kube.processes import ProcessRecord
 from harness.providers.base import Cloud
-from harness.providers.local import netns
 from harness.providers.local.cloud import TAG_NODE, TAG_ZONE, start_cloud, start_reconciler, status_path, workdir
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.state import state_path

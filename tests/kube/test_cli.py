@@ -15,10 +15,10 @@ from kube_support import processes_mentioning
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from harness import netns
 from harness.kube import ControlPlane, load_state
 from harness.kube.cluster import node_views
 from harness.providers.base import KubeAccess
-from harness.providers.local import netns
 from harness.wait import wait_for
 from tests.integration.conftest import cli, namespaces
 

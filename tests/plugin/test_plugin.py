@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.providers.local import netns
+from harness import netns
 from tests.integration.conftest import cli, fault_tables, namespaces
 
 # A project's own steps beside the harness's; the harness's come from its installed plugin.

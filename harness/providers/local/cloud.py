@@ -23,18 +23,20 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from harness import netns
 from harness.aws.access import AwsAccess, Credentials
 from harness.aws.errors import aws_call
 from harness.aws.tags import CHAOS_ALLOWED, TAG_CHAOS, tag_list
 from harness.config import Config
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
-from harness.providers.local import netns
 from harness.providers.local.cloud_acl import TABLE, remove_ruleset
-from harness.providers.local.region import LocalEnvironment
 from harness.wait import wait_for
+
+if TYPE_CHECKING:
+    from harness.providers.local.region import LocalEnvironment
 
 TAG_NODE = "ha-harness/node"
 TAG_ZONE = "ha-harness/zone"

@@ -30,10 +30,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import netns
 from harness.aws.errors import aws_call
 from harness.aws.nacl import AclEntry
 from harness.config import Config, RegionSpec, Timeouts
-from harness.providers.local import effects, netns
+from harness.providers.local import effects
 from harness.providers.local.cloud import cloud_access, status_path
 from harness.providers.local.cloud_acl import TABLE, SubnetAcl, acl_ruleset, chain_rules
 from harness.providers.local.region import LocalEnvironment

@@ -12,8 +12,8 @@ import signal
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from harness import netns
 from harness.errors import ConfigError, HarnessError
-from harness.providers.local import netns
 from harness.providers.local.etcd import signal_pid
 
 if TYPE_CHECKING:

@@ -14,13 +14,15 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from harness import netns
 from harness.config import Config
 from harness.errors import EnvironmentStateError
-from harness.providers.local import netns
-from harness.providers.local.region import LocalEnvironment
 from harness.wait import wait_for
+
+if TYPE_CHECKING:
+    from harness.providers.local.region import LocalEnvironment
 
 # Zonal volumes on the local seed: no provisioner, the scheduler binds pre-created zonal PVs.
 STORAGE_CLASS = "harness-zonal"

@@ -5,6 +5,7 @@ the region's nodes are also Kubernetes nodes, each kept alive from inside its na
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
 import signal
@@ -14,13 +15,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import netns
 from harness.config import Config, RegionSpec
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
 from harness.providers.base import KubeAccess, Member, Node, Seed, Topology
 from harness.providers.local import effects
 from harness.providers.local import etcd as etcdproc
-from harness.providers.local import netns
 from harness.providers.state import StateBacked, read_state, state_path, stop_watchdogs, write_state
 from harness.wait import wait_for
 
@@ -107,12 +108,33 @@ class EtcdMembers(Topology):
     config: Config
     names: Names
 
+    def client_netns(self, zone: str | None) -> str | None:
+        """A zone's client namespace; outside every zone, the harness's own (None)."""
+        return self.names.client_ns(self.zone(zone)) if zone is not None else None
+
     def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
         """A client for one member, opened from the client namespace of `via_zone`
         (default: the member's own zone, like a sidecar next to it)."""
         m = self.member(member)
         zone = self.zone(via_zone) if via_zone else m.zone
         return EtcdClient(m.client_url, self.names.client_ns(zone), timeout or self.config.timeouts.status_request)
+
+    def metrics(self, member: str) -> str:
+        """The member's /metrics (its metrics listener, port 2381), read from its own zone."""
+        m = self.member(member)
+        host = m.client_url.split("//")[1].split(":")[0]
+        conn = netns.NsHTTPConnection(host, 2381, self.config.timeouts.status_request * 4, self.names.client_ns(m.zone))
+        try:
+            conn.request("GET", "/metrics")
+            resp = conn.getresponse()
+            text = resp.read().decode(errors="replace")
+        except (OSError, http.client.HTTPException) as e:
+            raise HarnessError(f"{type(e).__name__}: {e}") from None
+        finally:
+            conn.close()
+        if resp.status != 200:
+            raise HarnessError(f"HTTP {resp.status} from /metrics")
+        return text
 
     def status(self, via_zone: str | None = None) -> dict[str, Status | str]:
         """Each member's own status, or the error that stopped us getting it."""
@@ -178,6 +200,16 @@ class LocalEnvironment(StateBacked, EtcdMembers):
     @property
     def etcdctl(self) -> str:
         return str(self.state["etcd"]["etcdctl"])
+
+    def zone_pair_bytes(self) -> dict[str, int]:
+        from harness.providers.local.traffic_counters import zone_pair_bytes
+
+        return zone_pair_bytes(self)
+
+    def shoot_etcd(self, seed: Seed, namespace: str, name: str) -> EtcdMembers:
+        from harness.providers.local.shoot import ShootEtcd
+
+        return ShootEtcd(self, seed, namespace, name)
 
     def wait_healthy(
         self, timeout: float | None = None, members: list[str] | None = None, max_lag: int = 20
