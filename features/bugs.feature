@@ -27,10 +27,12 @@ Feature: Historical etcd bugs the harness flags
     a crash in between lost it. etcd's failpoint raftBeforeSave holds the member right there (a
     sleep) while it is killed, and the backend commits only every 10 s, so an entry applied
     meanwhile survives only through the raft log: on 3.5.4 the writes acknowledged before the
-    save are gone after the restart; a fixed release acknowledges nothing before the save.
+    save are gone after the restart; a fixed release acknowledges nothing before the save. The
+    load only writes (held on a read in flight, the member would have nothing to lose), so the
+    history has no read for a linearizability check; the watchers see the writes instead.
 
     Given a fresh region with 1 etcd member at the etcd version under test with failpoints, its backend committed every 10000 ms
-    And a put load of 300 ops/s on 10 shared keys from a client in every zone with a member, each through that member and watching it
+    And a write load of 300 ops/s on 10 shared keys from a client in every zone with a member, each through that member and watching it
     When 1 s pass
     And failpoint "raftBeforeSave" of member "etcd-0" is set to "sleep(3000)"
     And 0.5 s pass
@@ -38,7 +40,7 @@ Feature: Historical etcd bugs the harness flags
     And member "etcd-0" comes back
     And 1 s pass
     Then no acknowledged write of the load is lost
-    And the history is linearizable
+    And every watcher saw every event in order
 
   @bug_14685 @long
   Scenario: A member that crashes while defragmenting keeps one history with the others (etcd issue 14685, 3.5.0 to 3.5.5)

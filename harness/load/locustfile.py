@@ -1,14 +1,14 @@
 """Locust users that drive etcd over gRPC and record every operation.
 
     locust -f loadtests/etcd.py --headless -u 20 -r 20 -t 30s --host http://A:2379,http://B:2379 \\
-        [--load-profile put|range|mixed] [--rate OPS_PER_S] [--value-size BYTES] [--history-dir DIR] \\
+        [--load-profile put|write|range|mixed] [--rate OPS_PER_S] [--value-size BYTES] [--history-dir DIR] \\
         [--shared-keys N]
 
 Each user talks to one endpoint of `--host` (round robin over the list): the harness picks the
 endpoints, so "against the leader" or "against a follower" is a choice of host. `--rate` is the
 total the run aims for, shared by all `-u` users of every process (locust's constant_throughput).
-With `--shared-keys N` the mixed profile (and the put profile, 80 % puts and 20 % reads) reads
-and writes N keys that every user, of every process and through every member, shares: what lets a stale read or a lost write show against
+With `--shared-keys N` the mixed profile (and the put profile, 80 % puts and 20 % reads; the write
+profile, puts only) reads and writes N keys that every user, of every process and through every member, shares: what lets a stale read or a lost write show against
 another client's operations. Reads are linearizable or serializable (recorded as such: a
 serializable read may be stale by design). With `--history-dir` every operation is written there
 (one file per process): a line when an operation is invoked (client, kind, key, value, invoke time
@@ -32,7 +32,7 @@ from locust import User, constant_throughput, events, task
 from harness.load.client import KV, LIBRARIES, KVError
 from harness.load.history import tag
 
-PROFILES = ("put", "range", "mixed")
+PROFILES = ("put", "write", "range", "mixed")
 RANGE_KEYS = 1000
 
 
@@ -143,14 +143,14 @@ class EtcdUser(User):
     @task
     def step(self) -> None:
         p, prefix = self.opts.load_profile, self.opts.key_prefix
-        if p == "put" and self.opts.shared_keys:
+        if p in ("put", "write") and self.opts.shared_keys:
             # etcd's robustness suite's put traffic: overwrites of a few shared keys, some read back.
             key = f"{prefix}shared/{random.randrange(self.opts.shared_keys):04d}"
-            if random.random() < 0.8:
+            if p == "write" or random.random() < 0.8:
                 self._put(key)
             else:
                 self._op("get", key, lambda: self.kv.get(key))
-        elif p == "put":
+        elif p in ("put", "write"):
             self._put(f"{prefix}{self.client_id}/{self.seq:08d}")
         elif p == "range":
             self._op("range", prefix, lambda: self.kv.range_prefix(prefix))

@@ -28,7 +28,7 @@ from harness.errors import ConfigError, HarnessError
 from harness.timeline import Event, Timeline
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
-PROFILES = ("put", "range", "mixed")
+PROFILES = ("put", "write", "range", "mixed")
 
 
 @dataclass(frozen=True)

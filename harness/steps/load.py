@@ -144,13 +144,14 @@ def _(loads: Any, etcd: EtcdCluster, target_zone: str, rate: float) -> Any:
     return loads.start(spec, etcd.client_netns(zone), fence_writer(etcd, zone))
 
 
-@given(parsers.re(r"a (?P<profile>mixed|put) load of (?P<rate>[\d.]+) ops/s on (?P<keys>\d+) shared keys from a client "
+@given(parsers.re(r"a (?P<profile>mixed|put|write) load of (?P<rate>[\d.]+) ops/s on (?P<keys>\d+) shared keys from a client "
                   r"in every zone with a member, each through that member and watching it"), target_fixture="load")
 def _(loads: Any, etcd: EtcdCluster, profile: str, rate: str, keys: str) -> Any:
     """One client per zone that has a member, each reading and writing the same keys through that
     member (the one a zone outage cuts off included: its serializable reads are then served stale,
     its writes hang) and watching it: what lets the history show a stale read or a lost write.
-    mixed: Kubernetes-like; put: 80 % overwrites, 20 % reads."""
+    mixed: Kubernetes-like; put: 80 % overwrites, 20 % reads; write: overwrites only (what a
+    failpoint holds is then always a write, never a read in flight)."""
     prefix, rate, keys = _prefix(), float(rate), int(keys)
     members = [next(m for m in etcd.members if m.zone == z) for z in etcd.zones if etcd.members_in(z)]
     fence = fence_writer(etcd, members[0].zone)
