@@ -26,7 +26,6 @@ from harness.probes.converge import converged, converged_keys
 from harness.probes.etcd import hashkv
 from harness.probes.shoot_api import ShootApiProbe, gone_on_read_back, read_back_errors
 from harness.providers.base import Environment, Seed, client_netns, shoot_etcd
-from harness.providers.state import StateBacked
 from harness.reference.components import ETCDS
 from harness.reference.deploy import deploy
 from harness.reference.render import ReferenceSpec
@@ -209,7 +208,7 @@ def run_all(env: Environment, seed: Seed, report: Path, form: str = "gep20", zon
               flush=True)
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(json.dumps({
-        "etcd": env.state.get("etcd") if isinstance(env, StateBacked) else None, "form": form, "bounds": asdict(bounds), "took_s": round(time.monotonic() - started, 1),
+        "etcd": env.describe().get("etcd"), "form": form, "bounds": asdict(bounds), "took_s": round(time.monotonic() - started, 1),
         "results": [asdict(r) | {"problems": r.problems(bounds)} for r in results]}, indent=1))
     print(f"report: {report} ({time.monotonic() - started:.0f} s)")
     return 1 if any(r.problems(bounds) for r in results) else 0

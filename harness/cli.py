@@ -20,6 +20,7 @@ from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.state import read_state, state_path
 from harness.reference import conventions_cli
 from harness.reference.render import DEFAULT_NAMESPACE, FORMS, TOLERANCES
+from harness.teardown import take_down
 
 # Commands that need no environment (and no namespaces, so no rootless re-exec).
 OFFLINE = ("render", "conventions", "report", "nightly")
@@ -333,7 +334,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "up":
         return _up(provider, config, args)
     if args.command == "down":
-        removed = provider.down()
+        removed = take_down(provider)
         print(f"removed {len(removed)} item(s)" + "".join(f"\n  {r}" for r in removed) if removed else "nothing to remove")
         return 0
     if args.command == "run":
@@ -364,7 +365,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             provider.down()
     env = provider.attach()
     if args.command == "status":
-        desc = env.describe()  # type: ignore[attr-defined]
+        desc = env.describe()
         print(json.dumps(desc, indent=1)) if args.json else _print_status(desc)
         return 0
     if args.command == "heal":

@@ -30,6 +30,7 @@ from harness.providers.local.etcd import alive
 from harness.providers.local.region import EtcdMembers, LocalEnvironment, LocalRegion
 from harness.providers.state import read_state
 from harness.steps import STEP_MODULES
+from harness.teardown import take_down
 from harness.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ def session_env(
             environment["zones"] = list(up.zones)
             yield up
         finally:
-            harness_provider.down()  # heals, removes what it deployed; a cluster it did not create stays
+            take_down(harness_provider)  # heals, removes what it deployed; a cluster it did not create stays
         return
     env = _bring_up(harness_provider, pytestconfig)
     # CI reads which etcd the verdicts are about from the JUnit file.
@@ -267,7 +268,7 @@ def session_env(
     try:
         yield env
     finally:
-        harness_provider.down()
+        take_down(harness_provider)
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ from harness.errors import ConfigError, FaultError, HarnessError
 from harness.faults import get_fault, watchdog
 from harness.faults.base import Fault, Injection
 from harness.providers.base import Cloud, Environment
-from harness.providers.state import StateBacked
 from harness.timeline import Event, Timeline
 from harness.wait import bounded
 
@@ -91,7 +90,7 @@ class FaultRunner:
         base: dict[str, Any] = {"run_id": f"hh-{int(time.time() * 1000)}-{os.getpid()}-{n}"}
         # Ledger first: if we die inside inject, `harness heal` still knows what to undo.
         self.env.record_fault({"id": fid, "kind": kind, "target": target, "options": options or {}, "data": base})
-        if isinstance(self.env, StateBacked):  # a view without a state file of its own is healed by its owner
+        if self.env.durable:  # a ledger in memory is healed by its owner, not by a watchdog
             base["watchdog"] = watchdog.arm(self.env.config, fid, time.time() + max_duration)
             self.env.update_fault(fid, base)
         # The event's start is when the fault was asked for; `effective_at` when it was seen in place.

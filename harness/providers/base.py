@@ -60,7 +60,23 @@ class Seed:
     shoot_api: str | None = None
 
 
-class Environment(Protocol):
+class FaultLedger(Protocol):
+    """The faults in force, each recorded before it is applied so that heal finds it.
+
+    `durable`: the ledger outlives this process (a state file), so a fault gets a watchdog of its
+    own and `harness heal` after a crash can undo it. A ledger in memory (the shoot's etcd seen
+    inside the seed's region) is healed by its owner, in this process, and nothing else.
+    """
+
+    durable: bool
+
+    def faults(self) -> list[dict[str, Any]]: ...
+    def record_fault(self, entry: dict[str, Any]) -> None: ...
+    def update_fault(self, fault_id: str, data: dict[str, Any]) -> None: ...
+    def forget_fault(self, fault_id: str) -> None: ...
+
+
+class Environment(FaultLedger, Protocol):
     """A running environment: its topology, its fault ledger and its health."""
 
     provider: str
@@ -74,10 +90,8 @@ class Environment(Protocol):
     def member(self, name: str) -> Member: ...
     def kube(self) -> KubeAccess | None: ...
 
-    def faults(self) -> list[dict[str, Any]]: ...
-    def record_fault(self, entry: dict[str, Any]) -> None: ...
-    def update_fault(self, fault_id: str, data: dict[str, Any]) -> None: ...
-    def forget_fault(self, fault_id: str) -> None: ...
+    def describe(self) -> dict[str, Any]:
+        """What `harness status` shows: provider, zones, nodes, members, faults (JSON-able)."""
 
     def health(self) -> dict[str, Any]:
         """A JSON-able snapshot of what health means here (for the timeline)."""
@@ -255,7 +269,17 @@ class Provider(Protocol):
 
     def up(self) -> Environment: ...
     def attach(self) -> Environment: ...
-    def down(self) -> list[str]: ...
+
+    def left_to_heal(self) -> Environment | None:
+        """The environment whose faults and deployed references the caller heals and removes
+        before `down` (harness.teardown): None when there is none (never brought up, a kind cluster
+        deleted outside the harness) or when `down` takes every fault effect with it (the local
+        region: its namespaces, processes and cloud go)."""
+
+    def down(self) -> list[str]:
+        """Remove the environment, or on a cluster the harness did not create only its record.
+        Call harness.teardown.take_down, which heals and undeploys first."""
+
     def seed(self, env: Environment) -> Seed:
         """The seed cluster of `env`, started first where the provider starts it (local)."""
 

@@ -2,7 +2,8 @@
 
 Zones and nodes come from the nodes' labels. The harness deploys the reference control plane
 into a namespace there and judges its placement; its faults are pod deletion and node
-cordon/drain (no network is the harness's to cut). `down` removes what the harness deployed.
+cordon/drain (no network is the harness's to cut). harness.teardown heals and removes what the
+harness deployed before `down` forgets the cluster.
 """
 
 from __future__ import annotations
@@ -104,21 +105,17 @@ class ClusterProvider:
     def seed(self, env: Any) -> Seed:
         return seed_of(self.access, self.config.provider.storage_class)
 
-    def down(self) -> list[str]:
-        from harness.faults.runner import heal_everything
-        from harness.reference.deploy import undeploy
-
+    def left_to_heal(self) -> ClusterEnvironment | None:
         state = read_state(self.path)
-        if state is None:
+        return None if state is None else self._env(state)
+
+    def down(self) -> list[str]:
+        """Forget the cluster: its faults healed and its references removed by the caller first."""
+        if not self.path.exists():
             return []
-        env = self._env(state)
-        removed = heal_everything(env)  # disarms each healed fault's watchdog
-        seed = self.seed(env)
-        for namespace in state.get("references", []):
-            removed += undeploy(seed, namespace, self.config.timeouts.deploy)
         self.path.unlink(missing_ok=True)
         self.path.with_suffix(".lock").unlink(missing_ok=True)
-        return removed + [f"state {self.path}"]
+        return [f"state {self.path}"]
 
 
 def seed_of(access: KubeAccess, storage_class: str | None) -> Seed:

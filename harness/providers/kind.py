@@ -217,11 +217,15 @@ class KindProvider(ClusterProvider):
         # kind's default class (rancher's local-path) provisions on the node the scheduler picked.
         return seed_of(self.access, self.config.provider.storage_class)
 
+    def left_to_heal(self) -> ClusterEnvironment | None:
+        # Deleted outside the harness: nothing to heal or undeploy, only its record to forget.
+        return super().left_to_heal() if self._exists() else None
+
     def down(self) -> list[str]:
-        """Heal, remove what was deployed, and delete the kind cluster if the harness created it."""
+        """Delete the kind cluster if the harness created it (its faults healed by the caller first)."""
         from harness.providers.state import read_state
 
-        if not self._exists():  # deleted outside the harness: nothing to heal or undeploy, only its record
+        if not self._exists():
             removed = [f"state {self.path}"] if self.path.exists() else []
             self._forget_state()
             return removed

@@ -73,6 +73,7 @@ class StateBacked:
 
     path: Path
     state: dict[str, Any]
+    durable = True  # the state file outlives the process (see base.FaultLedger)
 
     def refresh(self) -> dict[str, Any]:
         """Re-read the state file (another process may have injected or healed faults)."""

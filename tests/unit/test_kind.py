@@ -331,7 +331,7 @@ def test_up_that_fails_removes_the_config_file_and_keeps_the_record_of_the_clust
 
 
 def test_down_deletes_a_cluster_whose_creation_failed_part_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ClusterProvider, "down", lambda self: ["healed and undeployed"])
+    monkeypatch.setattr(ClusterProvider, "down", lambda self: ["state forgotten"])
     run = Commands()
     provider = KindProvider(configure(tmp_path), run)
     run.fail(*kind_create(tmp_path / "kubeconfig", tmp_path / "state" / "kind-ha-harness.yaml"),
@@ -340,7 +340,7 @@ def test_down_deletes_a_cluster_whose_creation_failed_part_way(tmp_path: Path, m
         provider.up()
     run.clusters.append("ha-harness")  # its nodes are there, though `kind create` failed
     run.argvs.clear()
-    assert provider.down() == ["healed and undeployed", "kind cluster ha-harness (and its context kind-ha-harness)"]
+    assert provider.down() == ["state forgotten", "kind cluster ha-harness (and its context kind-ha-harness)"]
     assert run.argvs == [["kind", "get", "clusters"],
                          ["kind", "delete", "cluster", "--name", "ha-harness", "--kubeconfig", str(tmp_path / "kubeconfig")],
                          NETWORK_RM]
@@ -361,8 +361,8 @@ def test_up_of_a_new_cluster_forgets_the_state_of_a_deleted_one(tmp_path: Path, 
 def test_down_deletes_only_a_cluster_the_harness_created(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, created: bool, deletes: bool
 ) -> None:
-    # The parent's down heals and undeploys through the Kubernetes API; what kind adds is the delete.
-    monkeypatch.setattr(ClusterProvider, "down", lambda self: ["healed and undeployed"])
+    # The parent's down forgets the record (harness.teardown healed and undeployed first); kind adds the delete.
+    monkeypatch.setattr(ClusterProvider, "down", lambda self: ["state forgotten"])
     run = Commands(clusters=["ha-harness"])
     provider = KindProvider(configure(tmp_path), run)
     write_state(provider.path, {"kubeconfig": "k", "context": "kind-ha-harness", "faults": [], "references": []}
@@ -370,21 +370,21 @@ def test_down_deletes_only_a_cluster_the_harness_created(
     removed = provider.down()
     delete = ["kind", "delete", "cluster", "--name", "ha-harness", "--kubeconfig", str(tmp_path / "kubeconfig")]
     assert run.argvs == [["kind", "get", "clusters"]] + ([delete, NETWORK_RM] if deletes else [])
-    assert removed[0] == "healed and undeployed"
+    assert removed[0] == "state forgotten"
     assert (removed[1:] == ["kind cluster ha-harness (and its context kind-ha-harness)"]) is deletes
 
 
 def test_down_of_one_of_two_clusters_leaves_the_network_they_share(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ClusterProvider, "down", lambda self: ["healed and undeployed"])
+    monkeypatch.setattr(ClusterProvider, "down", lambda self: ["state forgotten"])
     run = Commands(clusters=["ha-harness", "hh2"])
     run.fail(*NETWORK_RM, stderr="Error response from daemon: error while removing network: "
                                  "network ha-harness-kind id 5d1c0e2a9b7f has active endpoints")
     provider = KindProvider(configure(tmp_path), run)
     write_state(provider.path, {"kubeconfig": "k", "context": "kind-ha-harness", "faults": [], "references": [],
                                 "created": True})
-    assert provider.down() == ["healed and undeployed", "kind cluster ha-harness (and its context kind-ha-harness)"]
+    assert provider.down() == ["state forgotten", "kind cluster ha-harness (and its context kind-ha-harness)"]
     assert ["kind", "delete", "cluster", "--name", "ha-harness", "--kubeconfig", str(tmp_path / "kubeconfig")] in run.argvs
 
 
@@ -393,9 +393,10 @@ def test_down_after_the_cluster_was_deleted_by_hand_forgets_its_state(tmp_path: 
     provider = KindProvider(configure(tmp_path), run)
     write_state(provider.path, {"kubeconfig": "k", "context": "kind-ha-harness", "created": True, "faults": [],
                                 "references": ["ns"]})
-    assert provider.down() == [f"state {provider.path}"]  # nothing to reach, heal or undeploy
+    assert provider.left_to_heal() is None  # nothing to reach, heal or undeploy
+    assert provider.down() == [f"state {provider.path}"]
     assert not provider.path.exists()
-    assert run.argvs == [["kind", "get", "clusters"]]
+    assert run.argvs == [["kind", "get", "clusters"]] * 2
     assert provider.down() == []
 
 

@@ -42,3 +42,12 @@ def test_the_local_environment_and_a_shoot_etcd_are_etcd_clusters() -> None:
     for cls, wanted in ((LocalEnvironment, (*cluster, "zone_pair_bytes", "shoot_etcd")), (ShootEtcd, cluster)):
         missing = [m for m in wanted if not callable(getattr(cls, m, None))]
         assert missing == [], f"{cls.__name__} lacks {missing}"
+
+
+def test_providers_do_not_call_up_into_heal_or_deploy() -> None:
+    # The caller heals and undeploys (harness.teardown), then calls `down`: a provider that did it
+    # itself would sit in a cycle with the faults and the reference that use it.
+    above = ("harness.faults", "harness.reference.deploy", "harness.teardown", "harness.steps", "harness.chaos_run")
+    offenders = {str(p.relative_to(HARNESS)): sorted(n for n in _imports(p) if n.startswith(above))
+                 for p in sorted((HARNESS / "providers").rglob("*.py"))}
+    assert {k: v for k, v in offenders.items() if v} == {}

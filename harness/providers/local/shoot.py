@@ -30,6 +30,7 @@ class ShootEtcd(EtcdMembers):
     address (its volume keeps it in its zone), so the view stays true across outages."""
 
     provider = "local"
+    durable = False  # see the ledger below
 
     def __init__(self, env: LocalEnvironment, seed: Seed, namespace: str, name: str = "etcd-main") -> None:
         self.env, self.seed, self.namespace = env, seed, namespace
