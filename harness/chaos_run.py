@@ -15,8 +15,9 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from harness import judge
 from harness.errors import HarnessError
 from harness.faults.runner import FaultRunner
 from harness.kube import cluster
@@ -58,6 +59,8 @@ class ZoneResult:
     moved_after: float | None = None
     etcd_write_gap: float | None = None
     shoot_write_gap: float | None = None
+    etcd_gap: av.Gap | None = None  # the longest, judged (its length is etcd_write_gap)
+    shoot_gap: av.Gap | None = None
     recovered_after: float | None = None
     etcd_acked: int = 0
     etcd_lost: int = 0
@@ -68,24 +71,22 @@ class ZoneResult:
     tables: dict[str, str] = field(default_factory=dict)
 
     def problems(self, bounds: Bounds) -> list[str]:
-        out = []
-        for name, value, limit in (
-            ("nodes NotReady", self.not_ready_after, bounds.not_ready),
-            ("pods moved", self.moved_after, bounds.stateless_moved),
-            ("etcd-main write gap", self.etcd_write_gap, bounds.etcd_write_gap),
-            ("shoot API write gap", self.shoot_write_gap, bounds.shoot_write_gap),
-            ("every pod Running again", self.recovered_after, bounds.recovered),
-        ):
-            if value is None:
-                out.append(f"{name}: never happened (bound {limit} s)")
-            elif value > limit:
-                out.append(f"{name} after {value} s > {limit} s")
-        if self.etcd_lost or self.shoot_lost:
-            out.append(f"acknowledged writes lost: {self.etcd_lost} in etcd-main, {self.shoot_lost} through the shoot API")
-        if not self.hashes_equal:
-            out.append("etcd members' HashKV differ")
-        return out
+        """Every promise of the job judged by harness.judge, as the features' Then-steps judge
+        theirs (a gap still open at the window's end says so); the messages of those broken."""
 
+        def gap(g: av.Gap | None, limit: float, what: str) -> Callable[[], object]:
+            return (lambda: judge.gap_at_most(g, limit, what)) if g else (lambda: judge.at_most(None, limit, what))
+
+        return judge.broken(
+            lambda: judge.at_most(self.not_ready_after, bounds.not_ready, "nodes NotReady after the cut"),
+            lambda: judge.at_most(self.moved_after, bounds.stateless_moved, "pods moved (GEP-20's outage table)"),
+            gap(self.etcd_gap, bounds.etcd_write_gap, "etcd-main write gap"),
+            gap(self.shoot_gap, bounds.shoot_write_gap, "shoot API write gap"),
+            lambda: judge.at_most(self.recovered_after, bounds.recovered, "every pod Running again after the return"),
+            lambda: judge.equal(self.etcd_lost, 0, "acknowledged etcd-main writes lost"),
+            lambda: judge.equal(self.shoot_lost, 0, "acknowledged shoot API writes lost"),
+            lambda: judge.holds(self.hashes_equal, "etcd members end with equal HashKV", "HashKV differs between members"),
+        )
 
 def nodes_table(seed: Seed) -> str:
     """`kubectl get nodes` with zones, as GEP-20's appendix shows them."""
@@ -157,10 +158,10 @@ def zone_outage(env: Environment, seed: Seed, zone: str, bounds: Bounds) -> Zone
         lambda: True if _all_running(seed) else None, "every pod Running again", bounds.recovered + 10, interval=0.5))
     result.tables["after"] = _snapshot(seed)
     history, shoot_history = probe.stop(), shoot.stop()
-    gap = av.longest_write_gap(history.samples, cut, healed)
-    result.etcd_write_gap = round(gap.length, 3)
-    shoot_gap = av.longest_write_gap(shoot_history.samples, cut, timeline.now())
-    result.shoot_write_gap = round(shoot_gap.length, 3)
+    result.etcd_gap = av.longest_write_gap(history.samples, cut, healed)
+    result.etcd_write_gap = round(result.etcd_gap.length, 3)
+    result.shoot_gap = av.longest_write_gap(shoot_history.samples, cut, timeline.now())
+    result.shoot_write_gap = round(result.shoot_gap.length, 3)
     result.etcd_acked, result.shoot_acked = len(history.acked()), len(shoot_history.acked())
     lost: set[int] = set()
     for member, keys in converged_keys(etcd, history.prefix, env.config.timeouts.recovery).items():

@@ -6,7 +6,7 @@ what was expected and what was seen. Helpers hide themselves from tracebacks.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 
 class ToleranceViolation(AssertionError):
@@ -50,3 +50,15 @@ def holds(condition: bool, what: str, seen: Any = None) -> None:
     __tracebackhide__ = True
     if not condition:
         raise ToleranceViolation(f"{what}; seen: {seen!r}")
+
+
+def broken(*checks: Callable[[], object]) -> list[str]:
+    """Run every check and return the messages of those that failed: for a job that reports all
+    its broken promises at once (the chaos job) with the same judgements the Then-steps make."""
+    failed = []
+    for check in checks:
+        try:
+            check()
+        except ToleranceViolation as e:
+            failed.append(str(e))
+    return failed
