@@ -14,7 +14,6 @@ per-version directory; this module holds what both do around `go build`:
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
@@ -27,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import PrerequisiteError
+from harness.locks import held
 
 Progress = Callable[[str], None]
 
@@ -70,24 +70,9 @@ def require_go(min_version: tuple[int, int], hint: str, what: str, module_dir: P
 
 @contextmanager
 def build_lock(lock_path: Path, what: str, progress: Progress, heartbeat_s: float) -> Iterator[None]:
-    """Hold an exclusive lock on lock_path; while another run holds it, say so every heartbeat_s."""
-    with open(lock_path, "w") as lock:
-        started = time.monotonic()
-        last_report: float | None = None
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                now = time.monotonic()
-                if last_report is None or now - last_report >= heartbeat_s:
-                    progress(
-                        f"another harness run is building {what}; waiting for its lock {lock_path} "
-                        f"({format_duration(now - started)} so far)"
-                    )
-                    last_report = now
-                time.sleep(0.5)
-        yield  # closing the file releases the lock
+    """One build of `what` per cache across processes; a waiter says so every heartbeat_s."""
+    with held(lock_path, f"the build of {what}", progress, heartbeat_s):
+        yield
 
 
 def go_build(

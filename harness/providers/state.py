@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import stat
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from harness.errors import EnvironmentStateError
+from harness.locks import held
 
 
 def state_path(state_dir: Path, region: str) -> Path:
@@ -44,18 +43,11 @@ def write_state(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 def update_state(path: Path, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Read-modify-write under a lock: `harness fault` in one process and a test in another
     must not overwrite each other's ledger entries."""
-    with _locked(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with held(path.with_suffix(".lock"), f"the state file {path}"):
         state = read_state(path)
         if state is None:
             raise EnvironmentStateError(f"state file {path} disappeared: the region was taken down")

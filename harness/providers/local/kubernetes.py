@@ -8,7 +8,6 @@ the network (a zone outage, a node failure) also stops its heartbeats.
 
 from __future__ import annotations
 
-import fcntl
 import ipaddress
 import os
 import shutil
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from harness import netns
 from harness.config import Config
 from harness.errors import EnvironmentStateError
+from harness.locks import held
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
@@ -92,15 +92,11 @@ def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str
         raise EnvironmentStateError(f"region {env.spec.name!r} already runs its Kubernetes control plane")
     env.config.state_dir.mkdir(parents=True, exist_ok=True)
     # Claiming a /30 is serialised on the state directory itself (no lock file to leave behind).
-    lock = os.open(env.config.state_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with held(env.config.state_dir, "the seeds' uplink networks"):
         net = _claim_uplink(env.config)
         # Recorded before it exists; `down` deletes the router, and the veth pair with it.
         env.update(lambda st: st.update(uplink=str(net)))
         address = _add_uplink(env, net)
-    finally:
-        os.close(lock)
     spec = ControlPlaneSpec(
         nodes=tuple(NodeSpec(n.name, n.zone, n.host, env.names.node_ns(n.name)) for n in env.nodes),
         bind_address=address,
