@@ -15,7 +15,7 @@ from harness.load.runner import LoadRun, new_workdir, region_loads
 from harness.probes.traffic import TrafficProbe
 from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
-from harness.validate.traffic import SOURCES, rates, uncounted
+from harness.validate.traffic import SOURCES, uncounted
 
 
 def _start(env: EtcdCluster, profile: str, processes: int = 1, out: Path | None = None) -> LoadRun | None:
@@ -56,10 +56,8 @@ def measure_traffic(env: EtcdCluster, args: argparse.Namespace) -> int:
     run = _start(env, args.profile)
     try:
         probe = TrafficProbe(env)
-        time.sleep(1.0)
-        first = probe.sample()
-        time.sleep(args.seconds)
-        figures = {"profile": args.profile} | rates(first, probe.sample())
+        time.sleep(1.0)  # past the load's start-up
+        figures = {"profile": args.profile} | probe.measure(args.seconds)
     finally:
         if run is not None:
             run.stop()

@@ -119,16 +119,12 @@ def cross_zone_traffic(seconds: float = 3.0, configuration: dict[str, Any] | Non
     """Cross-zone KiB/s over `seconds` (router counters, and etcd's peer metrics): {"total_kib_s", "pairs"},
     and the "gaps" and "resets" (failed scrapes, counters that went down) that left a figure None."""
     from harness.probes.traffic import TrafficProbe
-    from harness.validate.traffic import rates
 
     env = _etcd(environment(configuration))
     duration = positive(seconds, "seconds", MAX_PROBE_SECONDS)
 
     def run() -> dict[str, Any]:
-        probe = TrafficProbe(env)
-        first = probe.sample()
-        time.sleep(duration)
-        figures = rates(first, probe.sample())
+        figures = TrafficProbe(env).measure(duration)
         return {"seconds": figures["seconds"], "total_kib_s": figures["total_kib_s"]["wire"],
                 "total_metrics_kib_s": figures["total_kib_s"]["metrics"],
                 "pairs": {p: v["wire_kib_s"] for p, v in figures["pairs"].items()},

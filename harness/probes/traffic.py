@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.errors import HarnessError, PrerequisiteError
 from harness.etcd_gateway import Status
@@ -86,3 +87,12 @@ class TrafficProbe:
 
     def sample(self) -> TrafficSample:
         return TrafficSample(time.monotonic(), self.counters.zone_pair_bytes(), metric_scrapes(self.etcd, self._zone_of_id))
+
+    def measure(self, seconds: float) -> dict[str, Any]:
+        """KiB/s per zone pair and in total over the next `seconds`, from both sources, with what
+        could not be counted (harness.validate.traffic.rates)."""
+        from harness.validate.traffic import rates  # it imports this module
+
+        first = self.sample()
+        time.sleep(seconds)
+        return rates(first, self.sample())

@@ -51,9 +51,7 @@ def _(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: float) -> dict[s
     probe = TrafficProbe(env, etcd)
     time.sleep(1.0)  # past the load's start-up
     with timeline.span("traffic", "measure", seconds=seconds) as event:
-        first = probe.sample()
-        time.sleep(seconds)
-        figures = tv.rates(first, probe.sample())
+        figures = probe.measure(seconds)
         event.data.update(figures)
     for pair, kib in figures["pairs"].items():
         timeline.mark("figure", f"cross-zone {pair}", value=kib["wire_kib_s"], unit="KiB/s")
