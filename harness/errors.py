@@ -34,3 +34,14 @@ class WaitTimeout(HarnessError):
         self.description = description
         self.timeout = timeout
         self.last = last
+
+
+class WaitAbandoned(HarnessError):
+    """A wait given up before its timeout because what it waited on can no longer happen
+    (the process that should serve has exited); carries the reason and the last observed state."""
+
+    def __init__(self, description: str, reason: str, last: object) -> None:
+        super().__init__(f"{reason} while waiting for {description}; last observed: {last!r}")
+        self.description = description
+        self.reason = reason
+        self.last = last

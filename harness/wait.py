@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Callable, TextIO, TypeVar
 
-from harness.errors import HarnessError, WaitTimeout
+from harness.errors import HarnessError, WaitAbandoned, WaitTimeout
 
 T = TypeVar("T")
 
@@ -20,17 +20,24 @@ def wait_for(
     interval: float = 0.05,
     progress_every: float = 5.0,
     out: TextIO | None = None,
+    give_up: Callable[[], str | None] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> T:
     """Call `observe` until `done(observed)` is true; return the observation.
 
     Exceptions from `observe` count as "not yet" and become the last observed state.
-    Every `progress_every` seconds a line says what is awaited and for how long.
+    Every `progress_every` seconds a line says what is awaited and for how long (to `say`, or
+    to `out`). `give_up()` returning a reason (the process that should answer has exited) ends
+    the wait at once with WaitAbandoned: no point waiting out the timeout.
     """
     out = out if out is not None else sys.stderr
     start = time.monotonic()
     next_report = start + progress_every
     last: object = "nothing observed yet"
     while True:
+        reason = give_up() if give_up is not None else None
+        if reason is not None:
+            raise WaitAbandoned(description, reason, last)
         try:
             value = observe()
             if done(value):
@@ -42,9 +49,17 @@ def wait_for(
         if now - start >= timeout:
             raise WaitTimeout(description, timeout, last)
         if now >= next_report:
-            print(f"[harness] waiting for {description}: {now - start:.0f}s of {timeout:.0f}s; last: {last!r}"[:300], file=out)
+            line = f"waiting for {description}: {now - start:.0f}s of {timeout:.0f}s; last: {last!r}"[:300]
+            say(line) if say is not None else print(f"[harness] {line}", file=out)
             next_report = now + progress_every
         time.sleep(min(interval, max(0.0, timeout - (now - start))))
+
+
+def wait_serving(serving: Callable[[], str | None], gone: Callable[[], str | None], description: str, timeout: float,
+                 interval: float = 0.1, say: Callable[[str], None] | None = None, progress_every: float = 10.0) -> None:
+    """A process just started, until it serves or dies: `serving()` says what it saw (None: it
+    serves), `gone()` why it will never serve (it exited). WaitAbandoned or WaitTimeout otherwise."""
+    wait_for(serving, lambda seen: seen is None, description, timeout, interval, progress_every, give_up=gone, say=say)
 
 
 def first_within(observe: Callable[[], T | None], description: str, timeout: float, interval: float = 0.05) -> T | None:

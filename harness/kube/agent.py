@@ -31,8 +31,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.command_lines import etcd_command, kube_apiserver_command
 from harness.errors import HarnessError
 from harness.kube.controlplane import AGENT_LABEL, ZONE_LABEL
+from harness.kube.pki import pki_files
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
 
 # Pods of a StatefulSet get a fixed address in their zone: <zone subnet>.<IP_BASE + ordinal>. A
@@ -226,14 +228,8 @@ class Agent:
             if zone is None:
                 raise NotYet(f"member {sts}-{k} is not scheduled yet, so its address is not known")
             peers.append(f"{sts}-{k}=http://{self.subnets[zone]}.{base + k}:2380")
-        data = self._volume(pod) / name
-        return [
-            self.args.etcd, f"--name={name}", f"--data-dir={data}",
-            f"--listen-client-urls=http://{ip}:2379", f"--advertise-client-urls=http://{ip}:2379",
-            f"--listen-peer-urls=http://{ip}:2380", f"--initial-advertise-peer-urls=http://{ip}:2380",
-            f"--initial-cluster={','.join(peers)}", "--initial-cluster-state=new", f"--initial-cluster-token={ns}-{sts}",
-            f"--listen-metrics-urls=http://{ip}:2381", "--logger=zap", "--log-outputs=stderr",
-        ]
+        return etcd_command(self.args.etcd, name, self._volume(pod) / name, f"http://{ip}:2379", f"http://{ip}:2380",
+                            ",".join(peers), token=f"{ns}-{sts}", metrics_url=f"http://{ip}:2381")
 
     def _zone_of(self, namespace: str, pod_name: str) -> str | None:
         """A member's zone: its node's; for a member without a node, its volume's (the volume pins
@@ -316,16 +312,8 @@ class Agent:
         main, events = self._client_urls(ns, "etcd-main", zones), self._client_urls(ns, "etcd-events", zones)
         if not main:
             raise NotYet("no etcd-main member is scheduled yet")
-        overrides = [f"--etcd-servers-overrides=/events#{';'.join(events)}"] if events else []
-        return [
-            self.args.kube_apiserver, f"--etcd-servers={','.join(main)}", *overrides,
-            f"--bind-address={ip}", f"--advertise-address={ip}", "--secure-port=443",
-            f"--cert-dir={pki / 'certs'}", f"--tls-cert-file={pki / 'apiserver.crt'}",
-            f"--tls-private-key-file={pki / 'apiserver.key'}", f"--client-ca-file={pki / 'ca.crt'}",
-            f"--service-account-key-file={pki / 'sa.pub'}", f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC", "--profiling=false",
-        ]
+        return kube_apiserver_command(self.args.kube_apiserver, main, ip, 443, pki_files(pki), pki / "certs",
+                                      "10.0.0.0/24", events_servers=events)
 
     def _client_urls(self, namespace: str, sts: str, zones: set[str] | None = None) -> list[str]:
         """Client URLs of every member of a StatefulSet (only those in `zones`, when given); a member

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, EnvironmentStateError, HarnessError
+from harness.command_lines import etcd_command, kube_apiserver_command
+from harness.errors import ConfigError, EnvironmentStateError, HarnessError, WaitAbandoned, WaitTimeout
 from harness.kube.apiclient import ApiClient, ApiError
 from harness.kube.binaries import KubeBinaries, ensure_binaries, kwok_stages, sources_from_env
 from harness.kube.pki import (
@@ -42,6 +43,7 @@ from harness.kube.processes import (
     terminate,
 )
 from harness.kube.timings import DEFAULT_TIMINGS, KubeTimings
+from harness.wait import wait_serving
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -261,24 +263,19 @@ class ControlPlane:
         """Poll check() (None = ready, else what was seen) while `name` keeps running."""
         self.progress(f"waiting up to {timeout:.0f}s for {description}")
         started = time.monotonic()
-        last_report = started
-        last = "nothing yet"
-        while True:
+
+        def gone() -> str | None:
             code = self._exited(name)
-            if code is not None:
-                raise self._fail(name, f"exited with code {code} while waiting for {description}")
-            seen = check()
-            if seen is None:
-                self.progress(f"{description}: ok after {_fmt(time.monotonic() - started)}")
-                return
-            last = seen
-            now = time.monotonic()
-            if now - started > timeout:
-                raise self._fail(name, f"did not get ready: timed out after {timeout:.0f}s waiting for {description} (last: {last})")
-            if now - last_report >= 10:
-                self.progress(f"still waiting for {description} ({_fmt(now - started)} of {timeout:.0f}s; last: {last})")
-                last_report = now
-            time.sleep(0.25)
+            return None if code is None else f"exited with code {code}"
+
+        try:
+            wait_serving(check, gone, description, timeout, interval=0.25, say=self.progress)
+        except WaitAbandoned as e:
+            raise self._fail(name, str(e)) from None
+        except WaitTimeout as e:
+            raise self._fail(name, f"did not get ready: timed out after {timeout:.0f}s waiting for {description} "
+                                   f"(last: {e.last})") from None
+        self.progress(f"{description}: ok after {_fmt(time.monotonic() - started)}")
 
     def stop(self) -> None:
         """Stop every component, newest first. Safe to call repeatedly and after a crash."""
@@ -497,46 +494,12 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
     else:
         etcd_url = f"http://127.0.0.1:{ports['etcd']}"
         peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
-        cp._start(
-            "etcd",
-            [
-                str(bins.etcd),
-                "--name=default",
-                f"--data-dir={wd / 'etcd-data'}",
-                f"--listen-client-urls={etcd_url}",
-                f"--advertise-client-urls={etcd_url}",
-                f"--listen-peer-urls={peer_url}",
-                f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=default={peer_url}",
-                "--logger=zap",
-                "--log-outputs=stderr",
-            ],
-        )
+        cp._start("etcd", etcd_command(str(bins.etcd), "default", wd / "etcd-data", etcd_url, peer_url, f"default={peer_url}"))
         cp._wait("etcd", f"etcd health on {etcd_url}", _http_check(ApiClient(etcd_url, None, None, None), "/health", '"health":"true"'), t.etcd_ready_timeout_s)
 
-    cp._start(
-        "kube-apiserver",
-        [
-            str(bins.kube_apiserver),
-            f"--etcd-servers={etcd_url}",
-            f"--bind-address={spec.bind_address}",
-            f"--advertise-address={spec.bind_address}",
-            f"--secure-port={ports['apiserver']}",
-            f"--cert-dir={wd / 'certs' / 'apiserver'}",
-            f"--tls-cert-file={cp.pki.apiserver_cert}",
-            f"--tls-private-key-file={cp.pki.apiserver_key}",
-            f"--client-ca-file={cp.pki.ca_cert}",
-            f"--service-account-key-file={cp.pki.sa_public_key}",
-            f"--service-account-signing-key-file={cp.pki.sa_private_key}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-            "--authorization-mode=RBAC",
-            "--allow-privileged=true",
-            "--profiling=false",
-            *t.apiserver_flags(),
-            *spec.extra_apiserver_flags,
-        ],
-    )
+    cp._start("kube-apiserver", kube_apiserver_command(
+        str(bins.kube_apiserver), [etcd_url], spec.bind_address, ports["apiserver"], cp.pki, wd / "certs" / "apiserver",
+        SERVICE_CLUSTER_IP_RANGE, extra=["--allow-privileged=true", *t.apiserver_flags(), *spec.extra_apiserver_flags]))
     cp._wait("kube-apiserver", f"kube-apiserver /readyz on {cp.apiserver_url}", _http_check(cp.client(), "/readyz"), t.apiserver_ready_timeout_s)
 
     common = [

@@ -29,7 +29,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
+from harness.wait import wait_serving
 
 FRONTEND = "apiserver"
 BACKEND = "apiservers"
@@ -291,16 +291,13 @@ def start(spec: LoadBalancerSpec, haproxy: str = "haproxy") -> dict[str, Any]:
             backends=list(spec.backends),
             backend_port=spec.backend_port,
         )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not (_listening(proc.pid, spec.address, spec.port) and spec.socket_path.exists()):
-            if popen.poll() is not None:
-                raise HarnessError(f"haproxy in {spec.netns} exited with code {popen.returncode}:\n{log_tail(proc.log)}")
-            if time.monotonic() > deadline:
-                raise HarnessError(
-                    f"haproxy in {spec.netns} did not listen on {spec.address}:{spec.port} within "
-                    f"{START_TIMEOUT_S:.0f}s:\n{log_tail(proc.log)}"
-                )
-            time.sleep(0.05)
+        try:
+            wait_serving(lambda: None if _listening(proc.pid, spec.address, spec.port) and spec.socket_path.exists()
+                         else "not listening yet",
+                         lambda: None if popen.poll() is None else f"exited with code {popen.returncode}",
+                         f"haproxy in {spec.netns} listening on {spec.address}:{spec.port}", START_TIMEOUT_S, 0.05)
+        except HarnessError as e:  # exited, or timed out
+            raise HarnessError(f"{e}:\n{log_tail(proc.log)}") from None
         return record
     except BaseException:
         stop(record)

@@ -43,6 +43,13 @@ class Pki:
     admin_key: Path
 
 
+def pki_files(directory: Path) -> Pki:
+    """Where the files of a PKI made by generate_pki are (also once copied from its Secret)."""
+    return Pki(ca_cert=directory / "ca.crt", apiserver_cert=directory / "apiserver.crt",
+               apiserver_key=directory / "apiserver.key", sa_public_key=directory / "sa.pub",
+               sa_private_key=directory / "sa.key", admin_cert=directory / "admin.crt", admin_key=directory / "admin.key")
+
+
 def _key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
@@ -109,15 +116,7 @@ def generate_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
             f"({_CRYPTOGRAPHY_MISSING}); install the harness with its dependencies (pip install cryptography)"
         )
     directory.mkdir(parents=True, exist_ok=True)
-    pki = Pki(
-        ca_cert=directory / "ca.crt",
-        apiserver_cert=directory / "apiserver.crt",
-        apiserver_key=directory / "apiserver.key",
-        sa_public_key=directory / "sa.pub",
-        sa_private_key=directory / "sa.key",
-        admin_cert=directory / "admin.crt",
-        admin_key=directory / "admin.key",
-    )
+    pki = pki_files(directory)
     ca_key = _key()
     ca_name = _name("ha-harness-kube-ca")
     ca = _sign(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.errors import ConfigError, HarnessError
+from harness.errors import ConfigError, HarnessError, WaitAbandoned, WaitTimeout
 from harness.timeline import Event, Timeline
+from harness.wait import wait_serving
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 PROFILES = ("put", "write", "range", "mixed")
@@ -200,17 +201,22 @@ class LoadRun:
 
     def wait_started(self, timeout: float = 20.0) -> None:
         """Until the first operation is recorded (locust, gRPC and the users take a moment)."""
-        deadline = time.monotonic() + timeout
         history = self.workdir / "history"
-        while time.monotonic() < deadline:
+
+        def gone() -> str | None:
             for proc, log in ((self.proc, "locust.log"), (self.watch_proc, "watch.log")):
                 if proc is not None and proc.poll() is not None:
-                    raise HarnessError(f"locust exited ({proc.returncode}); its log: "
-                                       f"{(self.workdir / log).read_text()[-1500:]}")
-            if history.exists() and any(f.stat().st_size for f in history.glob("ops-*.jsonl")):
-                return
-            time.sleep(0.1)
-        raise HarnessError(f"no operation recorded within {timeout:.0f}s; locust's log is {self.workdir / 'locust.log'}")
+                    return f"locust exited ({proc.returncode}); its log: {(self.workdir / log).read_text()[-1500:]}"
+            return None
+
+        try:
+            wait_serving(lambda: None if history.exists() and any(f.stat().st_size for f in history.glob("ops-*.jsonl"))
+                         else "no operation recorded yet", gone, "the load's first operation", timeout)
+        except WaitAbandoned as e:
+            raise HarnessError(e.reason) from None
+        except WaitTimeout:
+            raise HarnessError(f"no operation recorded within {timeout:.0f}s; locust's log is "
+                               f"{self.workdir / 'locust.log'}") from None
 
 
 def stop_behind_fence(runs: list[LoadRun], put: Callable[[str, str], int]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, PrerequisiteError
+from harness.wait import wait_serving
 
 BINARIES = ("chromium", "chromium-browser", "google-chrome")
 MISSING = "no chromium on PATH (Debian: apt-get install chromium; scripts/install-deps.sh installs it)"
@@ -58,13 +59,14 @@ class Chromium:
             self._profile.cleanup()
             raise BrowserError(f"chromium ({binary}) did not start: {e}") from None
         port_file = Path(self.profile) / "DevToolsActivePort"
-        deadline = time.monotonic() + start_timeout
-        while not (port_file.exists() and port_file.read_text().strip()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                why = self.log.read_text(errors="replace")[-1500:] if self.proc.poll() is not None else "timed out"
-                self.close()
-                raise BrowserError(f"chromium ({binary}) did not start: {why}")
-            time.sleep(0.1)
+        try:
+            wait_serving(lambda: None if port_file.exists() and port_file.read_text().strip() else "no DevTools port yet",
+                         lambda: None if self.proc.poll() is None else f"exited with code {self.proc.returncode}",
+                         f"chromium's DevTools port in {port_file}", start_timeout)
+        except HarnessError as e:
+            why = self.log.read_text(errors="replace")[-1500:] if self.proc.poll() is not None else str(e)
+            self.close()
+            raise BrowserError(f"chromium ({binary}) did not start: {why}") from None
         try:
             import websocket
 

@@ -9,13 +9,13 @@ import pytest
 
 from harness import judge
 from harness.config import EtcdSettings, RegionSpec
-from harness.errors import PrerequisiteError, WaitTimeout
+from harness.errors import PrerequisiteError, WaitAbandoned, WaitTimeout
 from harness.faults import get_fault
 from harness.providers.local.effects import outage_rules, remove_table
 from harness.providers.local.etcd import find_etcd, parse_version
 from harness.providers.local.region import Names, plan
 from harness.timeline import Timeline
-from harness.wait import wait_for
+from harness.wait import wait_for, wait_serving
 
 
 def test_plan_places_members_per_layout() -> None:
@@ -78,6 +78,25 @@ def test_wait_for_reports_last_state_and_progress(capsys: pytest.CaptureFixture[
     with pytest.raises(WaitTimeout, match="waiting for the counter to reach 10\\^6; last observed: \\d+"):
         wait_for(lambda: next(seen), lambda v: v > 10**6, "the counter to reach 10^6", 0.3, interval=0.01, progress_every=0.1)
     assert "waiting for the counter to reach 10^6" in capsys.readouterr().err
+
+
+def test_a_wait_on_a_process_ends_when_it_exits_not_at_the_timeout() -> None:
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(["sh", "-c", "exit 3"])
+    started = time.monotonic()
+    with pytest.raises(WaitAbandoned, match="exited with code 3 while waiting for it to serve; last observed: 'not yet'"):
+        wait_serving(lambda: "not yet", lambda: None if proc.poll() is None else f"exited with code {proc.returncode}",
+                     "it to serve", timeout=30, interval=0.01)
+    assert time.monotonic() - started < 10
+
+
+def test_a_wait_on_a_process_that_serves_returns_and_one_that_hangs_times_out() -> None:
+    answers = iter(["starting", "starting", None])
+    wait_serving(lambda: next(answers), lambda: None, "it to serve", timeout=5, interval=0.01)
+    with pytest.raises(WaitTimeout, match="last observed: 'starting'"):
+        wait_serving(lambda: "starting", lambda: None, "it to serve", timeout=0.1, interval=0.01)
 
 
 def test_judge_fails_with_what_it_saw() -> None:

@@ -11,6 +11,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.command_lines import etcd_command
 from harness.config import EtcdSettings
 from harness.kube.binaries import ETCD_VERSION as PINNED
 from harness.errors import PrerequisiteError
@@ -82,21 +83,10 @@ def member_args(
     env = ["env", f"GOFAIL_HTTP={address}:{GOFAIL_PORT}"] if settings.failpoints else []
     args = [
         *env,
-        binary.path,
-        f"--name={member.name}",
-        f"--data-dir={data_dir}",
-        f"--listen-client-urls={member.client_url},http://127.0.0.1:2379",
-        f"--advertise-client-urls={member.client_url}",
-        f"--listen-peer-urls={member.peer_url}",
-        f"--initial-advertise-peer-urls={member.peer_url}",
-        f"--initial-cluster={initial_cluster}",
-        "--initial-cluster-state=new",
-        f"--initial-cluster-token={token}",
+        *etcd_command(binary.path, member.name, data_dir, member.client_url, member.peer_url, initial_cluster, token,
+                      metrics_url=f"http://{address}:2381", also_listen=("http://127.0.0.1:2379",)),
         f"--heartbeat-interval={settings.heartbeat_ms}",
         f"--election-timeout={settings.election_ms}",
-        f"--listen-metrics-urls=http://{address}:2381",
-        "--logger=zap",
-        "--log-outputs=stderr",
     ]
     # 3.4 defaults pre-vote off; 3.5+ defaults it on and still accepts the flag.
     if settings.pre_vote:
