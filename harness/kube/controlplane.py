@@ -97,6 +97,9 @@ class ControlPlaneSpec:
     extra_apiserver_flags: tuple[str, ...] = ()
     # Address the API server listens on; nodes in network namespaces reach it through a route.
     bind_address: str = "127.0.0.1"
+    # The network namespace the API server's connections to nodes, pods and services leave from
+    # (harness.kube.egress_proxy there, for its egress selector); None: its own namespace.
+    egress_netns: str | None = None
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -483,6 +486,22 @@ def start_control_plane(
     return cp
 
 
+def _start_egress_proxy(cp: ControlPlane, netns: str, timeout: float) -> list[str]:
+    """The proxy in `netns` and the API server flag that sends its egress "cluster" through it."""
+    socket = cp.workdir / "egress.sock"
+    socket.unlink(missing_ok=True)
+    cp._start("egress-proxy", ["ip", "netns", "exec", netns, sys.executable, "-m", "harness.kube.egress_proxy",
+                               f"--socket={socket}"])
+    cp._wait("egress-proxy", f"the egress proxy's socket {socket}", lambda: None if socket.exists() else "no socket yet",
+             timeout)
+    config = cp.workdir / "egress-selector.yaml"
+    config.write_text(json.dumps({
+        "apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration",
+        "egressSelections": [{"name": "cluster", "connection": {
+            "proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(socket)}}}}]}))
+    return [f"--egress-selector-config-file={config}"]
+
+
 def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> None:
     t = spec.timings
     wd = cp.workdir
@@ -497,9 +516,10 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
         cp._start("etcd", etcd_command(str(bins.etcd), "default", wd / "etcd-data", etcd_url, peer_url, f"default={peer_url}"))
         cp._wait("etcd", f"etcd health on {etcd_url}", _http_check(ApiClient(etcd_url, None, None, None), "/health", '"health":"true"'), t.etcd_ready_timeout_s)
 
+    egress = _start_egress_proxy(cp, spec.egress_netns, t.etcd_ready_timeout_s) if spec.egress_netns else []
     cp._start("kube-apiserver", kube_apiserver_command(
         str(bins.kube_apiserver), [etcd_url], spec.bind_address, ports["apiserver"], cp.pki, wd / "certs" / "apiserver",
-        SERVICE_CLUSTER_IP_RANGE, extra=["--allow-privileged=true", *t.apiserver_flags(), *spec.extra_apiserver_flags]))
+        SERVICE_CLUSTER_IP_RANGE, extra=["--allow-privileged=true", *egress, *t.apiserver_flags(), *spec.extra_apiserver_flags]))
     cp._wait("kube-apiserver", f"kube-apiserver /readyz on {cp.apiserver_url}", _http_check(cp.client(), "/readyz"), t.apiserver_ready_timeout_s)
 
     common = [

@@ -82,6 +82,22 @@ def test_the_shoot_api_answers_through_the_load_balancer(running: tuple[LocalEnv
     assert ready and {ip for ip, s in states.items() if s == "UP"} == ready
 
 
+def test_the_seed_reaches_the_members_through_its_api_as_on_a_real_seed(
+        running: tuple[LocalEnvironment, Seed, LocalRegion]) -> None:
+    """The seed's API server proxies to a member's pod (its egress goes through the region's
+    router, harness.kube.egress_proxy): health on the client port, peer metrics on 2381."""
+    _, seed, _ = running
+    api = cluster.connect(seed.kube)
+    for member in ("etcd-main-0", "etcd-events-1"):
+        health = k8s.CoreV1Api(api).connect_get_namespaced_pod_proxy_with_path(f"{member}:2379", NS, "health")
+        assert json.loads(health) == {"health": "true", "reason": ""}, health
+        metrics = k8s.CoreV1Api(api).connect_get_namespaced_pod_proxy_with_path(f"{member}:2381", NS, "metrics")
+        assert "etcd_network_peer_sent_bytes_total" in metrics
+    with pytest.raises(k8s.ApiException) as refused:  # nothing listens there: the proxy says so
+        k8s.CoreV1Api(api).connect_get_namespaced_pod_proxy_with_path("etcd-main-0:2999", NS, "health")
+    assert refused.value.status in (502, 503), refused.value
+
+
 def test_every_apiserver_names_every_etcd_member(running: tuple[LocalEnvironment, Seed, LocalRegion]) -> None:
     env, seed, _ = running
     pods = placement.observe(cluster.connect(seed.kube), NS)

@@ -100,6 +100,7 @@ def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str
     spec = ControlPlaneSpec(
         nodes=tuple(NodeSpec(n.name, n.zone, n.host, env.names.node_ns(n.name)) for n in env.nodes),
         bind_address=address,
+        egress_netns=env.names.router,  # its pod proxies and port-forwards reach the region from the router
     )
     try:
         cp = start_control_plane(spec, workdir(env.config, env.spec.name))
