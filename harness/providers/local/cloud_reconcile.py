@@ -147,7 +147,8 @@ class Reconciler:
                     self.save()
                     self._kill(node, f"instance {instance_id} is {state}")
                 elif netns.netns_pids(self.env.names.node_ns(node)):
-                    self._kill(node, f"instance {instance_id} is still {state} but something restarted the node")
+                    # A kill a crashed reconciler left half done, or the node started again by hand.
+                    self._kill(node, f"instance {instance_id} is still {state} but its node runs processes")
             elif state == "running" and node in self.status.killed:
                 self.env.refresh()
                 effects.restore_node(self.env, node, self.status.killed[node]["data"])
