@@ -18,12 +18,21 @@ class PrerequisiteError(HarnessError):
     """A binary, a kernel feature or a privilege the harness needs is missing."""
 
 
+class CapabilityMissing(PrerequisiteError):
+    """The environment cannot do what was asked (a provider that cannot cut a zone, no client
+    vantage point in a zone). A scenario that needs it is skipped with this reason, not failed."""
+
+
 class EnvironmentStateError(HarnessError):
     """The environment is not in the state an operation needs (not up, leftovers, ...)."""
 
 
 class FaultError(HarnessError):
     """A fault could not be injected or healed."""
+
+
+class FaultUnavailable(CapabilityMissing, FaultError):
+    """A fault the environment has no means to apply."""
 
 
 class WaitTimeout(HarnessError):

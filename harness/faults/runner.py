@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection
 
-from harness.errors import ConfigError, FaultError, HarnessError
+from harness.errors import ConfigError, FaultError, FaultUnavailable, HarnessError
 from harness.faults import get_fault, watchdog
 from harness.faults.base import Fault, Injection
 from harness.providers.base import Cloud, Environment
@@ -61,7 +61,7 @@ class FaultRunner:
         fault = get_fault(kind, **(options or {}))
         reason = fault.available(self.env)
         if reason:
-            raise FaultError(f"fault {kind} is not available here: {reason}")
+            raise FaultUnavailable(f"fault {kind} is not available here: {reason}")
         return fault, fault.validate(self.env, target)
 
     def plan(self, kind: str, target: str, options: dict[str, Any] | None = None) -> str:

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from harness.command_lines import etcd_command, kube_apiserver_command
 from harness.errors import HarnessError
-from harness.kube.controlplane import AGENT_LABEL, ZONE_LABEL
+from harness.kube.controlplane import AGENT_LABEL, AGENT_NODE_ANNOTATION, ZONE_LABEL
 from harness.kube.pki import pki_files
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
 
@@ -46,6 +46,7 @@ PKI_SECRET = "ha-harness-shoot-pki"
 REQUEST_TIMEOUT = 2.0
 # The reference pods' termination grace period (harness.reference.render) bounds a stop anyway.
 STOP_GRACE_S = 5.0
+ETCD_METRICS_PORT = 2381  # etcd's metrics listener (etcd_command's metrics_url), not a declared port
 KINDS = ("etcd", "kube-apiserver")
 
 
@@ -69,6 +70,7 @@ class Running:
     restarts: int = 0
     reported: str = ""  # the last status reported, to patch only on change
     argv: list[str] = field(default_factory=list)
+    forwarded: bool = False  # its PortForward (the kubelet API's port-forward to it) is in place
 
     @property
     def record(self) -> ProcessRecord:
@@ -99,6 +101,7 @@ class Agent:
         self.pool = [f"{base}.{i}" for i in range(int(first.rsplit(".", 1)[1]), int(last) + 1)]
         self.running: dict[str, Running] = self._load()
         self.waiting: dict[str, str] = {}  # uid -> why it is not started yet (reported once)
+        self.announced = False  # AGENT_NODE_ANNOTATION set on our Node
         self.stopping = False
 
     # -- state kept across agent restarts (a killed node comes back) --------------------------
@@ -127,6 +130,10 @@ class Agent:
         self.stop_all(list(self.running))
 
     def reconcile(self) -> None:
+        if not self.announced:
+            self.core.patch_node(self.node, {"metadata": {"annotations": {AGENT_NODE_ANNOTATION: ",".join(KINDS)}}},
+                                 _request_timeout=REQUEST_TIMEOUT)
+            self.announced = True
         pods = self.core.list_pod_for_all_namespaces(
             field_selector=f"spec.nodeName={self.node}", label_selector=AGENT_LABEL, _request_timeout=REQUEST_TIMEOUT
         ).items
@@ -179,6 +186,7 @@ class Agent:
         self._save()
         self.log(f"started {r.namespace}/{r.name} ({kind}) on {ip}, pid {record.pid}")
         self._report(r)
+        self._forward(pod, r)
 
     def _address(self, pod: Any) -> str:
         base = (pod.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
@@ -229,7 +237,7 @@ class Agent:
                 raise NotYet(f"member {sts}-{k} is not scheduled yet, so its address is not known")
             peers.append(f"{sts}-{k}=http://{self.subnets[zone]}.{base + k}:2380")
         return etcd_command(self.args.etcd, name, self._volume(pod) / name, f"http://{ip}:2379", f"http://{ip}:2380",
-                            ",".join(peers), token=f"{ns}-{sts}", metrics_url=f"http://{ip}:2381")
+                            ",".join(peers), token=f"{ns}-{sts}", metrics_url=f"http://{ip}:{ETCD_METRICS_PORT}")
 
     def _zone_of(self, namespace: str, pod_name: str) -> str | None:
         """A member's zone: its node's; for a member without a node, its volume's (the volume pins
@@ -367,6 +375,39 @@ class Agent:
         r.ready = _healthy(r.kind, r.ip)
         r.was_ready = r.was_ready or r.ready
         self._report(r, pod)
+        if not r.forwarded:
+            self._forward(pod, r)
+
+    def _forward(self, pod: Any, r: Running) -> None:
+        """Let the node's kubelet API (kwok's) port-forward to the pod's ports on its address, as a
+        kubelet does for a container: a PortForward object of the pod's name, owned by the pod so
+        that it goes with it. One left by an earlier pod of the same name is replaced."""
+        from kubernetes import client as k8s
+        from kubernetes.client.exceptions import ApiException
+
+        ports = sorted({p.container_port for c in pod.spec.containers for p in (c.ports or [])}
+                       | ({ETCD_METRICS_PORT} if r.kind == "etcd" else set()))
+        body = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward",
+            "metadata": {"name": r.name, "namespace": r.namespace, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": r.name, "uid": r.uid}]},
+            "spec": {"forwards": [{"ports": [p], "target": {"address": r.ip, "port": p}} for p in ports]},
+        }
+        api = k8s.CustomObjectsApi(self.core.api_client)
+        where = ("kwok.x-k8s.io", "v1alpha1", r.namespace, "portforwards")
+        try:
+            try:
+                api.create_namespaced_custom_object(*where, body, _request_timeout=REQUEST_TIMEOUT)
+            except ApiException as e:
+                if e.status != 409:
+                    raise
+                api.delete_namespaced_custom_object(*where, r.name, _request_timeout=REQUEST_TIMEOUT)
+                api.create_namespaced_custom_object(*where, body, _request_timeout=REQUEST_TIMEOUT)
+        except Exception as e:  # no API now (a cut zone): the next check tries again
+            self.log(f"port-forward to {r.namespace}/{r.name} not set up yet: {type(e).__name__}: {str(e)[:200]}")
+            return
+        r.forwarded = True
+        self._save()
 
     def _report(self, r: Running, pod: Any = None) -> None:
         """Patch the pod's status when it differs from what was last reported or from what the API

@@ -276,6 +276,19 @@ def kwok_stages(kwok_binary: Path) -> str:
     return text
 
 
+def kwok_crd(kwok_binary: Path, plural: str) -> str:
+    """The CustomResourceDefinition of one of kwok's kinds (e.g. "portforwards") at the pinned version."""
+    beside = kwok_binary.parent / f"kwok-crd-{plural}.yaml"
+    if beside.is_file():
+        return beside.read_text()
+    text = (_kwok_module_dir() / "kustomize" / "crd" / "bases" / f"kwok.x-k8s.io_{plural}.yaml").read_text()
+    try:
+        beside.write_text(text)
+    except OSError:
+        pass  # a read-only binary directory: read the module again next time
+    return text
+
+
 # --- build --------------------------------------------------------------------------------
 
 _GO_HINT = (
@@ -312,6 +325,7 @@ def build_binaries(cache_root: Path, *, progress: Progress = _stderr_progress, h
         for i, (name, (package, module_dir)) in enumerate(PACKAGES.items(), 1):
             _build_one(go, name, package, module_dir, staging, f"{i}/{len(PACKAGES)}", progress, heartbeat_s)
         kwok_stages(staging / "kwok")
+        kwok_crd(staging / "kwok", "portforwards")
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)

@@ -28,7 +28,7 @@ from typing import Any
 from harness.command_lines import etcd_command, kube_apiserver_command
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, WaitAbandoned, WaitTimeout
 from harness.kube.apiclient import ApiClient, ApiError
-from harness.kube.binaries import KubeBinaries, ensure_binaries, kwok_stages, sources_from_env
+from harness.kube.binaries import KubeBinaries, ensure_binaries, kwok_crd, kwok_stages, sources_from_env
 from harness.kube.pki import (
     SERVICE_CLUSTER_IP_RANGE,
     Pki,
@@ -52,8 +52,13 @@ HOST_LABEL = "node.cluster.x-k8s.io/esxi-host"
 # Nodes carry this label so kwok never touches a node it did not get from the harness.
 KWOK_NODE_LABEL = ("type", "kwok")
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+# Where a node's kwok serves the kubelet API (port-forward), on the node's address.
+KUBELET_PORT = 10250
 # Pods with this label run as real processes under the node agent; kwok leaves them alone.
 AGENT_LABEL = "ha-harness/run"
+# Set by a node's agent on its Node: this node runs AGENT_LABEL pods for real (what the cluster
+# provider, handed the local seed's kubeconfig, learns it from).
+AGENT_NODE_ANNOTATION = "ha-harness/node-agent"
 DEFAULT_ZONES = ("zone-a", "zone-b", "zone-c")
 LIFECYCLE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 STATE_FILE = "controlplane.json"
@@ -77,6 +82,9 @@ class NodeSpec:
     zone: str
     host: str | None = None  # labelled HOST_LABEL when given
     netns: str | None = None  # network namespace the node's kwok runs in (None: the harness's own)
+    # The node's own address in its namespace: its kwok serves the kubelet API there (port-forward
+    # to the pods its agent runs). None: a standalone node without a kubelet API.
+    address: str | None = None
 
 
 def default_nodes(zones: tuple[str, ...] = DEFAULT_ZONES, per_zone: int = 2) -> tuple[NodeSpec, ...]:
@@ -519,7 +527,9 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
     egress = _start_egress_proxy(cp, spec.egress_netns, t.etcd_ready_timeout_s) if spec.egress_netns else []
     cp._start("kube-apiserver", kube_apiserver_command(
         str(bins.kube_apiserver), [etcd_url], spec.bind_address, ports["apiserver"], cp.pki, wd / "certs" / "apiserver",
-        SERVICE_CLUSTER_IP_RANGE, extra=["--allow-privileged=true", *egress, *t.apiserver_flags(), *spec.extra_apiserver_flags]))
+        SERVICE_CLUSTER_IP_RANGE, extra=["--allow-privileged=true", *egress, *t.apiserver_flags(),
+                                         # a node's name resolves nowhere; its kubelet API is on its address
+                                         "--kubelet-preferred-address-types=InternalIP", *spec.extra_apiserver_flags]))
     cp._wait("kube-apiserver", f"kube-apiserver /readyz on {cp.apiserver_url}", _http_check(cp.client(), "/readyz"), t.apiserver_ready_timeout_s)
 
     common = [
@@ -554,6 +564,9 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
         cp._wait(name, f"{name} /healthz", _http_check(probe, "/healthz"), t.components_ready_timeout_s)
 
     cp._create_nodes()
+    serving = [n for n in cp.nodes if n.address]
+    if serving:  # port-forwards to agent-run pods go to PortForward objects their agents keep
+        _install_crd(cp, kwok_crd(bins.kwok, "portforwards"), t.apiserver_ready_timeout_s)
     stages = leave_agent_pods_alone(kwok_stages(bins.kwok) + POD_READY_AGAIN)
     for index, node in enumerate(cp.nodes):
         home = wd / "kwok" / node.name
@@ -567,7 +580,8 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
             f"--manage-single-node={node.name}",
             # Distinct pod IP ranges per node, so simulated pod IPs are unique cluster-wide.
             f"--cidr=10.244.{index}.0/24",
-            f"--node-ip=10.250.{index}.1",
+            *([f"--node-ip={node.address}", f"--node-port={KUBELET_PORT}", "--enable-crds=PortForward"]
+              if node.address else [f"--node-ip=10.250.{index}.1"]),
             *t.kwok_flags(),
         ]
         # Inside the node's namespace its heartbeats share the node's fate on the network.
@@ -588,6 +602,29 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
 
     cp._wait("kube-apiserver", f"{len(names)} nodes in {len(cp.zones)} zones Ready", nodes_check, t.nodes_ready_timeout_s)
     cp._save_state()
+
+
+def _install_crd(cp: ControlPlane, text: str, timeout: float) -> None:
+    """Create a CustomResourceDefinition and wait until the API serves it."""
+    import yaml
+
+    crd = yaml.safe_load(text)
+    client = cp.client()
+    try:
+        client.post_json("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    except ApiError as exc:
+        if exc.status != 409:
+            raise ControlPlaneError(f"cannot create CRD {crd['metadata']['name']}: {exc}") from exc
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+
+    def established() -> str | None:
+        try:
+            conditions = client.get_json(path).get("status", {}).get("conditions", [])
+        except ApiError as exc:
+            return str(exc)[:300]
+        return None if any(c["type"] == "Established" and c["status"] == "True" for c in conditions) else "not established yet"
+
+    cp._wait("kube-apiserver", f"CRD {crd['metadata']['name']} established", established, timeout)
 
 
 # When a node goes NotReady, the node lifecycle controller marks its pods not ready; a kubelet

@@ -81,6 +81,7 @@ class AvailabilityProbe:
         self.env = env
         self.timeline = timeline
         self.via_zone = env.zone(via_zone)
+        env.client_netns(self.via_zone)  # no vantage point there: said here, not in a probe thread
         self.interval = interval
         self.timeout = env.config.timeouts.probe_request
         self._stop = threading.Event()

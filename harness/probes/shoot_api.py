@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import CapabilityMissing, HarnessError
 from harness.kube import cluster
 from harness.probes.availability import ProbeHistory
 from harness.probes.samples import Sample
@@ -93,7 +93,8 @@ class ShootApiProbe:
     def __init__(self, seed: Seed, namespace: str, timeline: Timeline, netns: str, via_zone: str,
                  interval: float = 0.1, timeout: float = 1.0) -> None:
         if seed.shoot_api is None:
-            raise HarnessError("this seed runs no shoot API behind a load balancer (only the local seed does)")
+            raise CapabilityMissing("this seed's shoot API has no load balancer address the harness knows (the local "
+                                    "provider's seed has one)")
         self._tmp = tempfile.TemporaryDirectory(prefix="shoot-pki-")
         pki = shoot_pki(seed, namespace, Path(self._tmp.name))
         self.client = lambda: ShootApiClient(seed.shoot_api, netns, pki, timeout)  # type: ignore[arg-type]

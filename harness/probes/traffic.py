@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import HarnessError, PrerequisiteError
+from harness.errors import CapabilityMissing, HarnessError
 from harness.etcd_gateway import Status
 from harness.providers.base import EtcdCluster, Environment, Member, ZoneTrafficCounters, zone_pair
 
@@ -79,7 +79,7 @@ class TrafficProbe:
 
     def __init__(self, env: Environment, etcd: EtcdCluster | None = None) -> None:
         if not isinstance(env, ZoneTrafficCounters):
-            raise PrerequisiteError(f"the {env.provider} provider cannot count the bytes between zones on the wire")
+            raise CapabilityMissing(f"the {env.provider} provider cannot count the bytes between zones on the wire")
         self.counters: ZoneTrafficCounters = env
         self.etcd: EtcdCluster = etcd if etcd is not None else env  # type: ignore[assignment]
         self._zone_of_id: dict[str, str] = {}

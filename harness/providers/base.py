@@ -12,7 +12,7 @@ from pathlib import Path
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from harness.errors import ConfigError, PrerequisiteError
+from harness.errors import CapabilityMissing, ConfigError
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
@@ -58,6 +58,9 @@ class Seed:
     # The local seed's node agents run etcd and kube-apiserver pods as real processes; the
     # shoot API is then reached through this load balancer address (from a client zone).
     shoot_api: str | None = None
+    # Its nodes run the reference's etcd and kube-apiserver pods for real: the local seed's node
+    # agents, whether the seed is handed over by the local provider or as a kubeconfig.
+    real_pods: bool = False
 
 
 class FaultLedger(Protocol):
@@ -115,7 +118,7 @@ def client_netns(env: object, zone: str | None) -> str | None:
     """Where a client standing in `zone` runs in `env`. Outside every zone (None) is the harness's
     own machine; a zone needs an environment with a vantage point there."""
     if zone is not None and not isinstance(env, Vantages):
-        raise PrerequisiteError(f"this environment has no client vantage point in zone {zone!r}: its clients run "
+        raise CapabilityMissing(f"this environment has no client vantage point in zone {zone!r}: its clients run "
                                 "on the harness's own machine")
     return env.client_netns(zone) if isinstance(env, Vantages) else None
 
@@ -175,7 +178,8 @@ class ShootEtcds(Protocol):
 def shoot_etcd(env: object, seed: Seed, namespace: str, name: str) -> EtcdCluster:
     """The etcd cluster `name` of the control plane in `namespace`, as `env` reaches it."""
     if not isinstance(env, ShootEtcds):
-        raise PrerequisiteError(f"this environment cannot reach the etcd members of the control plane in {namespace}")
+        raise CapabilityMissing(f"the {getattr(env, 'provider', '')} environment cannot reach the etcd members of the "
+                                f"control plane in {namespace}")
     return env.shoot_etcd(seed, namespace, name)
 
 

@@ -16,7 +16,9 @@ from harness.aws.access import AwsAccess, from_settings
 from harness.config import Config
 from harness.errors import ConfigError, EnvironmentStateError
 from harness.kube import cluster
-from harness.providers.base import KubeAccess, Node, Seed, Topology
+from harness.kube.controlplane import AGENT_NODE_ANNOTATION
+from harness.providers.base import EtcdCluster, KubeAccess, Node, Seed, Topology
+from harness.providers.kube_etcd import KubeEtcd
 from harness.providers.state import StateBacked, read_state, write_state
 from harness.wait import wait_for
 
@@ -34,10 +36,14 @@ class ClusterEnvironment(StateBacked, Topology):
         views = [v for v in cluster.node_views(cluster.connect(self.access)) if v.zone]
         self.nodes = tuple(Node(v.name, v.zone or "", v.name, v.host) for v in sorted(views, key=lambda v: (v.zone, v.name)))
         self.zones = tuple(dict.fromkeys(n.zone for n in self.nodes))
-        self.members = ()  # no etcd member of this cluster is the harness's to reach
+        self.members = ()  # the cluster's own etcd is not the harness's to reach; shoots' are (shoot_etcd)
 
     def kube(self) -> KubeAccess:
         return self.access
+
+    def shoot_etcd(self, seed: Seed, namespace: str, name: str) -> EtcdCluster:
+        """The control plane's etcd cluster, reached through the seed's API (port-forwards)."""
+        return KubeEtcd(self.config, seed, namespace, name, self.zones, self.provider)
 
     def aws(self) -> AwsAccess | None:
         """The AWS account of [aws] in the configuration (the AWS faults' target), if any."""
@@ -131,4 +137,7 @@ def seed_of(access: KubeAccess, storage_class: str | None) -> Seed:
         (c for c in classes.values()
          if (c.metadata.annotations or {}).get("storageclass.kubernetes.io/is-default-class") == "true"), None)
     name = chosen.metadata.name if chosen is not None else storage_class
-    return Seed(access, name, static_volumes=chosen is not None and chosen.provisioner == NO_PROVISIONER)
+    with cluster.api_errors("listing nodes"):
+        nodes = [n for n in k8s.CoreV1Api(api).list_node().items if cluster.ZONE_LABEL in (n.metadata.labels or {})]
+    return Seed(access, name, static_volumes=chosen is not None and chosen.provisioner == NO_PROVISIONER,
+                real_pods=bool(nodes) and all(AGENT_NODE_ANNOTATION in (n.metadata.annotations or {}) for n in nodes))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
+from harness.errors import CapabilityMissing, ConfigError
 from harness.kube import cluster
 from harness.kube.agent import PKI_SECRET
 from harness.probes import placement
@@ -108,9 +108,9 @@ def _exists(api: Any, namespace: str, secret: str) -> bool:
 def deploy(seed: Seed, spec: ReferenceSpec, timeout: float) -> list[PodPlacement]:
     """Apply the reference to the seed and wait until the scheduler has placed every pod it can
     (and, when it runs for real, until those pods are Running and ready)."""
-    if spec.real and seed.shoot_api is None:
-        raise ConfigError("only the local seed runs the reference for real (its node agents); on this seed "
-                          "deploy it without `real` and let the cluster's own kubelets run it")
+    if spec.real and not seed.real_pods:
+        raise CapabilityMissing("only the local seed runs the reference for real (its node agents); on this seed "
+                                "deploy it without `real` and let the cluster's own kubelets run it")
     api = cluster.connect(seed.kube)
     objects = render(spec)
     await_namespace_gone(api, spec.namespace, timeout)

@@ -9,7 +9,6 @@ the network (a zone outage, a node failure) also stops its heartbeats.
 from __future__ import annotations
 
 import ipaddress
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -98,7 +97,7 @@ def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str
         env.update(lambda st: st.update(uplink=str(net)))
         address = _add_uplink(env, net)
     spec = ControlPlaneSpec(
-        nodes=tuple(NodeSpec(n.name, n.zone, n.host, env.names.node_ns(n.name)) for n in env.nodes),
+        nodes=tuple(NodeSpec(n.name, n.zone, n.host, env.names.node_ns(n.name), n.address) for n in env.nodes),
         bind_address=address,
         egress_netns=env.names.router,  # its pod proxies and port-forwards reach the region from the router
     )

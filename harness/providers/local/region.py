@@ -5,7 +5,6 @@ the region's nodes are also Kubernetes nodes, each kept alive from inside its na
 
 from __future__ import annotations
 
-import http.client
 import os
 import shutil
 import signal
@@ -18,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from harness import netns
 from harness.config import Config, RegionSpec
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitTimeout
-from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
-from harness.providers.base import KubeAccess, Member, Node, Seed, Topology
+from harness.etcd_gateway import EtcdClient, Status
+from harness.providers.base import KubeAccess, Member, Node, Seed
+from harness.providers.etcd_view import EtcdView, read_metrics
 from harness.providers.local import effects
 from harness.providers.local import etcd as etcdproc
 from harness.providers.state import StateBacked, read_state, state_path, stop_watchdogs, write_state
-from harness.wait import wait_for
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
@@ -100,7 +99,7 @@ def plan(spec: RegionSpec) -> tuple[tuple[Node, ...], tuple[Member, ...]]:
     return nodes, tuple(members)
 
 
-class EtcdMembers(Topology):
+class EtcdMembers(EtcdView):
     """An etcd cluster whose members sit in the region's zones, reached from its client namespaces:
     the region's own members, or those of a shoot control plane the seed's scheduler placed.
     Probes, checks and validators work the same on both."""
@@ -123,63 +122,8 @@ class EtcdMembers(Topology):
         """The member's /metrics (its metrics listener, port 2381), read from its own zone."""
         m = self.member(member)
         host = m.client_url.split("//")[1].split(":")[0]
-        conn = netns.NsHTTPConnection(host, 2381, self.config.timeouts.status_request * 4, self.names.client_ns(m.zone))
-        try:
-            conn.request("GET", "/metrics")
-            resp = conn.getresponse()
-            text = resp.read().decode(errors="replace")
-        except (OSError, http.client.HTTPException) as e:
-            raise HarnessError(f"{type(e).__name__}: {e}") from None
-        finally:
-            conn.close()
-        if resp.status != 200:
-            raise HarnessError(f"HTTP {resp.status} from /metrics")
-        return text
-
-    def status(self, via_zone: str | None = None) -> dict[str, Status | str]:
-        """Each member's own status, or the error that stopped us getting it."""
-        out: dict[str, Status | str] = {}
-        for m in self.members:
-            client = self.client(m.name, via_zone)
-            try:
-                out[m.name] = client.status()
-            except EtcdRequestError as e:
-                out[m.name] = str(e)
-            finally:
-                client.close()
-        return out
-
-    def leader(self, statuses: dict[str, Status | str] | None = None) -> str | None:
-        """The member every reachable member agrees is leader, if any."""
-        statuses = statuses if statuses is not None else self.status()
-        ids = {name: s.member_id for name, s in statuses.items() if isinstance(s, Status)}
-        leaders = {s.leader for s in statuses.values() if isinstance(s, Status) and s.leader}
-        if len(leaders) != 1:
-            return None
-        (leader_id,) = leaders
-        return next((name for name, mid in ids.items() if mid == leader_id), None)
-
-    def wait_members(
-        self, timeout: float | None = None, members: list[str] | None = None, max_lag: int = 20
-    ) -> dict[str, Status | str]:
-        """Wait until the named members (default all) answer, agree on one leader, and have each
-        applied the log to within `max_lag` entries of the most advanced one (caught up)."""
-        wanted = members or [m.name for m in self.members]
-
-        def healthy(st: dict[str, Status | str]) -> bool:
-            ok = [st[n] for n in wanted]
-            if not all(isinstance(s, Status) for s in ok):
-                return False
-            applied = [s.applied_index for s in ok]  # type: ignore[union-attr]
-            leaders = {s.leader for s in ok}  # type: ignore[union-attr]
-            return len(leaders) == 1 and 0 not in leaders and max(applied) - min(applied) <= max_lag
-
-        return wait_for(
-            self.status,
-            healthy,
-            f"etcd members {', '.join(wanted)} healthy, caught up, with one leader",
-            timeout or self.config.timeouts.member_ready,
-        )
+        return read_metrics(netns.NsHTTPConnection(host, 2381, self.config.timeouts.status_request * 4,
+                                                   self.names.client_ns(m.zone)))
 
 
 class LocalEnvironment(StateBacked, EtcdMembers):
@@ -459,7 +403,7 @@ class LocalRegion:
             start_for(env)
         access = env.kube()
         assert access is not None
-        return Seed(access, STORAGE_CLASS, static_volumes=True, shoot_api=lb_address(env))
+        return Seed(access, STORAGE_CLASS, static_volumes=True, shoot_api=lb_address(env), real_pods=True)
 
     def cloud(self, env: Any) -> AwsAccess:
         """The local cloud: the region as a VPC in a local AWS API, started on first use."""

@@ -1,0 +1,118 @@
+"""A pod's port on a local address, through the Kubernetes API, as `kubectl port-forward` does.
+
+Each connection accepted on the local port opens a port-forward of its own to the pod (the API
+server asks the kubelet of the pod's node), so a connection breaks when that path breaks and the
+next one finds the pod wherever it runs then. Clients of any kind (the harness's etcd client, a
+locust process) connect to the local address as to the pod itself.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import threading
+from typing import Any
+
+from harness.kube import cluster
+from harness.providers.base import KubeAccess
+
+# Opens that may wait on an unreachable kubelet at once; later connections are refused at once, as
+# a probe would see it anyway, instead of piling up threads that wait the API server's dial timeout.
+PENDING_MAX = 4
+CHUNK = 256 * 1024
+
+
+class PortForward:
+    """127.0.0.1:`local_port` forwards to `port` of pod `namespace/pod` until close()."""
+
+    def __init__(self, access: KubeAccess, namespace: str, pod: str, port: int) -> None:
+        self.access, self.namespace, self.pod, self.port = access, namespace, pod, port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.local_port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._open: set[socket.socket] = set()
+        self._closed = False
+        threading.Thread(target=self._accept, name=f"port-forward {namespace}/{pod}:{port}", daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.local_port}"
+
+    def close(self) -> None:
+        """Stop listening and cut every connection still forwarded."""
+        self._closed = True
+        self._listener.close()
+        with self._lock:
+            open_now = list(self._open)
+        for sock in open_now:
+            _close(sock)
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            with self._lock:
+                if self._pending >= PENDING_MAX:
+                    _close(client)
+                    continue
+                self._pending += 1
+                self._open.add(client)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        remote: Any = None
+        try:
+            try:
+                remote = self._open_remote()
+            finally:
+                with self._lock:
+                    self._pending -= 1
+            if remote is not None and not self._closed:
+                _pump(client, remote)
+        finally:
+            with self._lock:
+                self._open.discard(client)
+            _close(client)
+            if remote is not None:
+                _close(remote)
+
+    def _open_remote(self) -> Any:
+        """The pod end of one connection, or None when the API or the kubelet refused it."""
+        from kubernetes import client as k8s
+        from kubernetes.stream import portforward
+
+        api = cluster.connect(self.access)  # one client per open: the stream call swaps its request method
+        try:
+            forward = portforward(k8s.CoreV1Api(api).connect_get_namespaced_pod_portforward, self.pod, self.namespace,
+                                  ports=str(self.port))
+            return forward.socket(self.port)._socket
+        except Exception:  # the API, or the pod's kubelet, unreachable or refusing: the connection fails
+            return None
+        finally:
+            api.close()
+
+
+def _pump(a: socket.socket, b: socket.socket) -> None:
+    """Copy bytes both ways until either side closes or fails."""
+    peers = {a: b, b: a}
+    while True:
+        try:
+            ready, _, _ = select.select(list(peers), [], [])
+            for sock in ready:
+                data = sock.recv(CHUNK)
+                if not data:
+                    return
+                peers[sock].sendall(data)
+        except (OSError, ValueError):  # reset, or closed under us by close()
+            return
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()
