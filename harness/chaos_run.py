@@ -26,7 +26,7 @@ from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged, converged_keys
 from harness.probes.etcd import hashkv
 from harness.probes.shoot_api import ShootApiProbe, gone_on_read_back, read_back_errors
-from harness.providers.base import Environment, Seed, client_netns, shoot_etcd
+from harness.providers.base import Environment, Seed, shoot_etcd
 from harness.reference.components import ETCDS
 from harness.reference.deploy import deploy
 from harness.reference.render import ReferenceSpec
@@ -135,7 +135,7 @@ def zone_outage(env: Environment, seed: Seed, zone: str, bounds: Bounds) -> Zone
     result = ZoneResult(zone, had_leader=leader is not None and etcd.member(leader).zone == zone)
     result.tables["before"] = _snapshot(seed)
     probe = AvailabilityProbe(etcd, timeline, via).start()
-    shoot = ShootApiProbe(seed, NAMESPACE, timeline, client_netns(env, via), via).start()
+    shoot = ShootApiProbe(seed, NAMESPACE, timeline, etcd, via).start()
     runner = FaultRunner(env, timeline)
     try:
         time.sleep(1.0)

@@ -10,7 +10,7 @@ import socket
 import ssl
 import subprocess
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -111,14 +111,20 @@ class NsHTTPConnection(http.client.HTTPConnection):
 
 
 class NsHTTPSConnection(http.client.HTTPSConnection):
-    """The same over TLS, for the kube-apiservers of a shoot behind its load balancer."""
+    """The same over TLS, for the kube-apiservers of a shoot behind its load balancer. `dial`: the
+    address to open the TCP connection to instead (a forward), TLS still checking `host`."""
 
-    def __init__(self, host: str, port: int, timeout: float, netns: str | None, context: ssl.SSLContext) -> None:
+    def __init__(self, host: str, port: int, timeout: float, netns: str | None, context: ssl.SSLContext,
+                 dial: tuple[str, int] | None = None) -> None:
         super().__init__(host, port, timeout=timeout, context=context)
-        self._netns = netns
+        self._netns, self._dial, self._context = netns, dial, context
 
     def connect(self) -> None:
-        if self._netns is None:
+        if self._dial is not None:
+            with entered(self._netns) if self._netns else nullcontext():
+                sock = socket.create_connection(self._dial, self.timeout)
+            self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        elif self._netns is None:
             super().connect()
         else:
             with entered(self._netns):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from harness.chaostoolkit.context import bounded, environment, positive, settings
 from harness.errors import ConfigError
 from harness.probes.samples import Sample
-from harness.providers.base import Environment, client_netns
+from harness.providers.base import Environment
 from harness.reference.render import DEFAULT_NAMESPACE
 from harness.timeline import Timeline
 from harness.validate import availability as av
@@ -169,7 +169,7 @@ def shoot_api_availability(seconds: float = 3.0, via_zone: str | None = None, na
 
     def run() -> dict[str, Any]:
         timeline = Timeline()
-        probe = ShootApiProbe(provider.seed(env), namespace, timeline, client_netns(env, zone), zone)
+        probe = ShootApiProbe(provider.seed(env), namespace, timeline, env, zone)
         try:
             return _gaps_over(probe, timeline, duration, zone)
         finally:

@@ -1,11 +1,15 @@
 """Node failure (its processes killed and restarted on heal, frozen, or its link down) and
-host outage (every node of one physical host killed at once, seed 004's failure domain)."""
+host outage (every node of one physical host killed at once, seed 004's failure domain).
+
+An environment that cannot fail a node itself but lives in an AWS account kills it the cloud's
+way: its EC2 instance stopped, and started again on heal (aws-instance, mode stop)."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 from harness.errors import ConfigError
+from harness.faults.aws import AwsInstanceFailure
 from harness.faults.base import Injection, lacks
 from harness.providers.base import Environment, NodeFailures, Topology
 
@@ -16,24 +20,47 @@ class NodeFailure:
     def __init__(self, mode: str) -> None:
         self.mode = mode
 
+    def _cloud(self, env: Environment) -> AwsInstanceFailure | None:
+        """The cloud's way, for a kill where the environment has none of its own."""
+        return AwsInstanceFailure("stop") if self.mode == "kill" and not isinstance(env, NodeFailures) else None
+
     def available(self, env: Environment) -> str | None:
         reason = lacks(env, NodeFailures, "fail nodes")
         if reason is None and self.mode not in env.node_failure_modes:  # type: ignore[attr-defined]
             return f"the {env.provider} provider cannot fail a node by {self.mode}"
+        cloud = self._cloud(env)
+        if reason is not None and cloud is not None:
+            through_aws = cloud.available(env)
+            return None if through_aws is None else f"{reason}, and {through_aws}"
         return reason
 
     def validate(self, env: Environment, target: str) -> str:
-        return env.node(target).name
+        name = env.node(target).name
+        cloud = self._cloud(env)
+        return cloud.validate(env, name) if cloud is not None else name
+
+    def plan(self, env: Environment, target: str) -> str | None:
+        cloud = self._cloud(env)
+        return cloud.plan(env, target) if cloud is not None else None
 
     def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        cloud = self._cloud(env)
+        if cloud is not None:
+            return cloud.inject(env, target, ctx)
         assert isinstance(env, NodeFailures)
         return env.fail_node(target, self.mode)
 
     def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        cloud = self._cloud(env)
+        if cloud is not None:
+            return cloud.effect(env, target, data)
         assert isinstance(env, NodeFailures)
         return env.node_failure_effect(target, {"mode": self.mode} | data)
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        cloud = self._cloud(env)
+        if cloud is not None:
+            return cloud.heal(env, target, data)
         assert isinstance(env, NodeFailures)
         env.restore_node(target, {"mode": self.mode} | data)
 

@@ -68,9 +68,10 @@ class FaultRunner:
         """What inject would do (a dry run): validated like inject, and nothing is changed."""
         fault, target = self._chosen(kind, target, options)
         describe = getattr(fault, "plan", None)
-        if describe is None:
+        text = describe(self.env, target) if describe is not None else None  # None: nothing more to say
+        if text is None:
             return f"Apply {kind} on {target} in the {self.env.provider} environment.\nDry run: nothing was changed."
-        return str(describe(self.env, target))
+        return str(text)
 
     def inject(self, kind: str, target: str, options: dict[str, Any] | None = None,
                max_duration: float | None = None, wait_healthy: bool = True) -> ActiveFault:

@@ -2,11 +2,13 @@
 
 One agent per node runs inside the node's network namespace (so it shares the node's fate on
 the network) and looks after the pods bound to its node that carry AGENT_LABEL: etcd members
-and kube-apiservers of the reference control plane. It gives each pod an address of its own in
-the node's zone subnet, starts the process, reports phase, pod IP and readiness (from the
-process's own health endpoint), restarts a process that dies after it was ready, reports a
-process that cannot start as a Failed pod with the reason, stops the process gracefully when the
-pod is deleted and then confirms the deletion. kwok keeps simulating every other pod.
+and kube-apiservers of the reference control plane, and the harness's vantage pods (relays). It
+gives each pod an address of its own in the node's zone subnet, starts the process, reports
+phase, pod IP and readiness (from the process's own health endpoint), keeps a PortForward object
+so that the node's kubelet API (kwok's) port-forwards to the pod, restarts a process that dies
+after it was ready, reports a process that cannot start as a Failed pod with the reason, stops
+the process gracefully when the pod is deleted and then confirms the deletion. It marks its Node
+(AGENT_NODE_ANNOTATION). kwok keeps simulating every other pod.
 
     python -m harness.kube.agent --node zone-a-1 --zone zone-a --kubeconfig K --workdir W --logs L \\
         --volumes V --zone-subnets zone-a=10.77.1,zone-b=10.77.2 --pool 10.77.1.120-123 \\
@@ -35,6 +37,7 @@ from harness.command_lines import etcd_command, kube_apiserver_command
 from harness.errors import HarnessError
 from harness.kube.controlplane import AGENT_LABEL, AGENT_NODE_ANNOTATION, ZONE_LABEL
 from harness.kube.pki import pki_files
+from harness.kube.vantage import RELAY_PORT
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
 
 # Pods of a StatefulSet get a fixed address in their zone: <zone subnet>.<IP_BASE + ordinal>. A
@@ -47,7 +50,7 @@ REQUEST_TIMEOUT = 2.0
 # The reference pods' termination grace period (harness.reference.render) bounds a stop anyway.
 STOP_GRACE_S = 5.0
 ETCD_METRICS_PORT = 2381  # etcd's metrics listener (etcd_command's metrics_url), not a declared port
-KINDS = ("etcd", "kube-apiserver")
+KINDS = ("etcd", "kube-apiserver", "relay")
 
 
 def now() -> str:
@@ -162,11 +165,11 @@ class Agent:
         try:
             if kind not in KINDS:
                 raise StartError(f"{AGENT_LABEL}={kind!r} is not a kind the agent runs; accepted: {', '.join(KINDS)}")
-            binary = self.args.etcd if kind == "etcd" else self.args.kube_apiserver
+            binary = {"etcd": self.args.etcd, "kube-apiserver": self.args.kube_apiserver, "relay": sys.executable}[kind]
             if not Path(binary).is_file():
                 raise StartError(f"the {kind} binary {binary} does not exist")
             ip = self._address(pod)
-            argv = self._etcd_argv(pod, ip) if kind == "etcd" else self._apiserver_argv(pod, ip)
+            argv = {"etcd": self._etcd_argv, "kube-apiserver": self._apiserver_argv, "relay": self._relay_argv}[kind](pod, ip)
             self._claim(ip)
             record = self._spawn(pod, argv)
         except NotYet as e:
@@ -225,6 +228,10 @@ class Agent:
         return record
 
     # -- what each kind runs ----------------------------------------------------------------------
+    def _relay_argv(self, pod: Any, ip: str) -> list[str]:
+        """A vantage pod (harness.kube.vantage): the CONNECT relay on the pod's address."""
+        return [sys.executable, "-m", "harness.kube.egress_proxy", f"--listen={ip}:{RELAY_PORT}"]
+
     def _etcd_argv(self, pod: Any, ip: str) -> list[str]:
         ns, name = pod.metadata.namespace, pod.metadata.name
         sts = name.rsplit("-", 1)[0]
@@ -536,6 +543,12 @@ def _answers(ip: str, port: int = 2380) -> bool:
 
 
 def _healthy(kind: str, ip: str) -> bool:
+    if kind == "relay":
+        try:
+            socket.create_connection((ip, RELAY_PORT), timeout=0.5).close()
+            return True
+        except OSError:
+            return False
     if kind == "etcd":
         url, context = f"http://{ip}:2379/health", None
     else:

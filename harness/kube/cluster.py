@@ -136,3 +136,13 @@ def sweep_cordons(access: KubeAccess) -> list[str]:
             set_cordon(api, n.metadata.name, False)
             done.append(f"uncordoned {n.metadata.name}")
     return done
+
+
+def load_balancer_address(api: Any, namespace: str, service: str) -> str | None:
+    """The address a cloud (or the local seed) published for a LoadBalancer Service, if any yet."""
+    from kubernetes import client as k8s
+
+    with api_errors(f"reading the Service {namespace}/{service}"):
+        status = k8s.CoreV1Api(api).read_namespaced_service(service, namespace).status
+    ingress = (status.load_balancer.ingress or []) if status.load_balancer else []
+    return str(ingress[0].ip or ingress[0].hostname) if ingress else None

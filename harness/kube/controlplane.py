@@ -567,7 +567,7 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
     serving = [n for n in cp.nodes if n.address]
     if serving:  # port-forwards to agent-run pods go to PortForward objects their agents keep
         _install_crd(cp, kwok_crd(bins.kwok, "portforwards"), t.apiserver_ready_timeout_s)
-    stages = leave_agent_pods_alone(kwok_stages(bins.kwok) + POD_READY_AGAIN)
+    stages = keep_node_addresses(leave_agent_pods_alone(kwok_stages(bins.kwok) + POD_READY_AGAIN))
     for index, node in enumerate(cp.nodes):
         home = wd / "kwok" / node.name
         home.mkdir(parents=True, exist_ok=True)
@@ -675,6 +675,28 @@ def leave_agent_pods_alone(stages: str) -> str:
             selector = doc["spec"].setdefault("selector", {})
             selector.setdefault("matchExpressions", []).append(
                 {"key": f'.metadata.labels["{AGENT_LABEL}"]', "operator": "DoesNotExist"})
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def keep_node_addresses(stages: str) -> str:
+    """kwok's stages with node-initialize no longer wiping a node's addresses. The stage runs again
+    whenever a node is not Ready (a zone that was cut comes back); a node with an InternalIP but no
+    Hostname address then gets an `addresses:` key with no entry, which clears them, and the API
+    server can no longer reach the node's kubelet API (port-forward). Here the key is written only
+    for a node that has no InternalIP yet."""
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all(stages) if d]
+    for doc in docs:
+        if doc.get("kind") == "Stage" and doc["metadata"]["name"] == "node-initialize":
+            template = doc["spec"]["next"]["statusTemplate"]
+            for old, new in (("{{ if or (not $hasInternalIP) (not $hasHostname) }}", "{{ if not $hasInternalIP }}"),
+                             ("{{ if not $hasHostname }}", "{{ if and (not $hasHostname) (not $hasInternalIP) }}")):
+                if old not in template:
+                    raise ControlPlaneError(f"kwok's node-initialize stage changed: {old!r} not found; review "
+                                            "keep_node_addresses against the pinned kwok")
+                template = template.replace(old, new)
+            doc["spec"]["next"]["statusTemplate"] = template
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 

@@ -8,6 +8,12 @@ crosses namespaces through the file system, so the API server reaches the region
 pods from where the router stands without any route of its own.
 
     ip netns exec <router> python -m harness.kube.egress_proxy --socket PATH
+
+The same proxy on a TCP address is the relay of a vantage pod (harness.kube.vantage): a client
+outside every zone reaches it through a port-forward and has its connections opened from the
+pod's zone.
+
+    python -m harness.kube.egress_proxy --listen ADDRESS:PORT
 """
 
 from __future__ import annotations
@@ -58,21 +64,28 @@ async def _serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter)
     await asyncio.gather(_pipe(client_r, target_w), _pipe(target_r, client_w))
 
 
-async def _main(socket: Path) -> None:
-    socket.unlink(missing_ok=True)
-    server = await asyncio.start_unix_server(_serve, path=str(socket), limit=MAX_HEADER)
-    os.chmod(socket, 0o600)
-    print(f"egress proxy on {socket}", file=sys.stderr, flush=True)
+async def _main(socket: Path | None, listen: str | None) -> None:
+    if socket is not None:
+        socket.unlink(missing_ok=True)
+        server = await asyncio.start_unix_server(_serve, path=str(socket), limit=MAX_HEADER)
+        os.chmod(socket, 0o600)
+    else:
+        assert listen is not None
+        host, _, port = listen.rpartition(":")
+        server = await asyncio.start_server(_serve, host.strip("[]") or None, int(port), limit=MAX_HEADER)
+    print(f"egress proxy on {socket or listen}", file=sys.stderr, flush=True)
     async with server:
         await server.serve_forever()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--socket", type=Path, required=True, help="unix socket to listen on")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--socket", type=Path, help="unix socket to listen on")
+    where.add_argument("--listen", help="TCP address:port to listen on (a vantage pod's relay)")
     args = ap.parse_args(argv)
     try:
-        asyncio.run(_main(args.socket))
+        asyncio.run(_main(args.socket, args.listen))
     except KeyboardInterrupt:
         pass
     return 0

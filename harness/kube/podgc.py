@@ -21,6 +21,11 @@ to stop on a healthy node is left to its kubelet.
 
 Each deletion carries the pod's uid as a precondition: a StatefulSet's replacement has the
 same name and must never be deleted in its predecessor's stead.
+
+With --lb-address the same loop also does what a cloud's service controller does for the local
+seed's one load balancer (HAProxy in front of every node's pod addresses): it publishes that
+address in the status of every Service of type LoadBalancer, so that a client handed only the
+seed's kubeconfig finds the shoot API where it would on a cloud.
 """
 
 from __future__ import annotations
@@ -74,14 +79,36 @@ def _log(out: TextIO, line: str) -> None:
 class PodGC:
     """One pass = list nodes and pods, force-delete the due ones. Errors are the caller's."""
 
-    def __init__(self, api: Any, after: float, namespace: str | None = None, out: TextIO = sys.stdout) -> None:
+    def __init__(self, api: Any, after: float, namespace: str | None = None, out: TextIO = sys.stdout,
+                 lb_address: str | None = None) -> None:
         from kubernetes import client as k8s
 
         self.core = k8s.CoreV1Api(api)
         self.after = after
         self.namespace = namespace
         self.out = out
+        self.lb_address = lb_address
         self.deleted = 0
+
+    def publish_load_balancer(self) -> list[str]:
+        """Set lb_address as the ingress of every LoadBalancer Service without one; returns them."""
+        from harness.kube.cluster import api_errors
+
+        if self.lb_address is None:
+            return []
+        with api_errors("listing services"):
+            services = self.core.list_service_for_all_namespaces(_request_timeout=REQUEST_TIMEOUT_S).items
+        published = []
+        for svc in services:
+            if svc.spec.type != "LoadBalancer" or (svc.status.load_balancer and svc.status.load_balancer.ingress):
+                continue
+            key = f"{svc.metadata.namespace}/{svc.metadata.name}"
+            with api_errors(f"publishing the load balancer of {key}"):
+                self.core.patch_namespaced_service_status(svc.metadata.name, svc.metadata.namespace, {
+                    "status": {"loadBalancer": {"ingress": [{"ip": self.lb_address}]}}}, _request_timeout=REQUEST_TIMEOUT_S)
+            _log(self.out, f"service {key}: load balancer {self.lb_address}")
+            published.append(key)
+        return published
 
     def _pods(self) -> list[Any]:
         if self.namespace:
@@ -126,14 +153,15 @@ class PodGC:
 
 
 def run(api: Any, after: float, interval: float, stop: threading.Event, namespace: str | None = None,
-        out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+        out: TextIO = sys.stdout, err: TextIO = sys.stderr, lb_address: str | None = None) -> int:
     """Pass after pass until stop is set; API errors are logged and retried next interval."""
-    gc = PodGC(api, after, namespace, out)
+    gc = PodGC(api, after, namespace, out, lb_address)
     _log(out, f"started: force-deleting pods Terminating on not-Ready nodes {after:g}s after their deletionTimestamp "
               f"(every {interval:g}s, namespace {namespace or 'all'})")
     while not stop.is_set():
         try:
             gc.run_once()
+            gc.publish_load_balancer()
         except HarnessError as e:
             _log(err, f"error (retrying in {interval:g}s): {e}")
         except Exception as e:  # never let one bad pass end the controller
@@ -164,6 +192,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="seconds past a pod's deletionTimestamp before it is force-deleted (Gardener: 300)")
     parser.add_argument("--interval", type=_positive, default=1.0, help="seconds between passes (default 1)")
     parser.add_argument("--namespace", default=None, help="only this namespace (default: all)")
+    parser.add_argument("--lb-address", default=None,
+                        help="publish this address as the load balancer of every Service of type LoadBalancer")
     args = parser.parse_args(argv)
     if args.interval <= 0:
         parser.error("--interval must be more than 0 seconds")
@@ -190,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    return run(api, args.after, args.interval, stop, args.namespace)
+    return run(api, args.after, args.interval, stop, args.namespace, lb_address=args.lb_address)
 
 
 if __name__ == "__main__":

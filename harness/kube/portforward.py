@@ -4,6 +4,9 @@ Each connection accepted on the local port opens a port-forward of its own to th
 server asks the kubelet of the pod's node), so a connection breaks when that path breaks and the
 next one finds the pod wherever it runs then. Clients of any kind (the harness's etcd client, a
 locust process) connect to the local address as to the pod itself.
+
+Forwarded to a relay pod (harness.kube.vantage), each connection is then handed on with HTTP
+CONNECT to a target the relay opens from its own zone.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import select
 import socket
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from harness.kube import cluster
 from harness.providers.base import KubeAccess
@@ -23,10 +26,14 @@ CHUNK = 256 * 1024
 
 
 class PortForward:
-    """127.0.0.1:`local_port` forwards to `port` of pod `namespace/pod` until close()."""
+    """127.0.0.1:`local_port` forwards to `port` of pod `namespace/pod` until close(); with
+    `connect_to`, the pod is a relay and each connection goes on to the "host:port" it returns
+    (asked anew for each connection: a target that moved is found)."""
 
-    def __init__(self, access: KubeAccess, namespace: str, pod: str, port: int) -> None:
+    def __init__(self, access: KubeAccess, namespace: str, pod: str, port: int,
+                 connect_to: Callable[[], str] | None = None) -> None:
         self.access, self.namespace, self.pod, self.port = access, namespace, pod, port
+        self.connect_to = connect_to
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.local_port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
@@ -86,13 +93,36 @@ class PortForward:
 
         api = cluster.connect(self.access)  # one client per open: the stream call swaps its request method
         try:
+            target = self.connect_to() if self.connect_to is not None else None
             forward = portforward(k8s.CoreV1Api(api).connect_get_namespaced_pod_portforward, self.pod, self.namespace,
                                   ports=str(self.port))
-            return forward.socket(self.port)._socket
+            remote = forward.socket(self.port)._socket
         except Exception:  # the API, or the pod's kubelet, unreachable or refusing: the connection fails
             return None
         finally:
             api.close()
+        if target is not None and not _connected(remote, target):
+            _close(remote)
+            return None
+        return remote
+
+
+def _connected(relay: socket.socket, target: str, timeout: float = 30.0) -> bool:
+    """Ask the relay to open a connection to `target`; True once it says it did."""
+    relay.settimeout(timeout)  # the relay gives up on an unreachable target after its own 10 s
+    try:
+        relay.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head and len(head) < 16384:
+            chunk = relay.recv(1)  # byte by byte: nothing past the header may be read here
+            if not chunk:
+                return False
+            head += chunk
+        return head.split(b" ", 2)[1:2] == [b"200"]
+    except OSError:
+        return False
+    finally:
+        relay.settimeout(None)
 
 
 def _pump(a: socket.socket, b: socket.socket) -> None:
@@ -111,6 +141,14 @@ def _pump(a: socket.socket, b: socket.socket) -> None:
 
 
 def _close(sock: socket.socket) -> None:
+    """Close after reading what is still queued: a socket closed with unread data resets its peer
+    (the Kubernetes client's forwarding thread would die on that reset, noisily)."""
+    try:
+        sock.setblocking(False)
+        while sock.recv(CHUNK):
+            pass
+    except OSError:
+        pass
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:

@@ -57,8 +57,8 @@ def resolve(name: str, etcd: EtcdCluster, processes: int = 1) -> tuple[LoadSpec,
     follower = next(m for m in etcd.members if m.name != leader_name)
     hosts = {"leader": [leader], "follower": [follower], "all": list(etcd.members)}[p.target]
     zone = hosts[0].zone if p.client == "same" else next(z for z in etcd.zones if z != hosts[0].zone)
-    spec = LoadSpec(p.locust, p.rate, tuple(m.client_url for m in hosts), users=p.users, processes=processes,
-                    watch_hosts=(follower.client_url,) if p.watch == "follower" else (),
+    spec = LoadSpec(p.locust, p.rate, tuple(etcd.client_url(m.name, zone) for m in hosts), users=p.users,
+                    processes=processes, watch_hosts=(etcd.client_url(follower.name, zone),) if p.watch == "follower" else (),
                     key_prefix=RANGE_PREFIX if p.preload else "/load/")
     if p.preload:
         _preload(etcd, follower.zone, p.preload)

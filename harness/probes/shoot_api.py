@@ -25,7 +25,7 @@ from harness.errors import CapabilityMissing, HarnessError
 from harness.kube import cluster
 from harness.probes.availability import ProbeHistory
 from harness.probes.samples import Sample
-from harness.providers.base import Seed
+from harness.providers.base import Seed, reach
 from harness.netns import NsHTTPSConnection
 from harness.timeline import Timeline
 
@@ -48,15 +48,16 @@ class ShootApiError(HarnessError):
 class ShootApiClient:
     """The shoot's admin identity over one persistent HTTPS connection, reopened after a failure."""
 
-    def __init__(self, address: str, netns: str, pki_dir: Path, timeout: float) -> None:
-        self.address, self.netns, self.timeout = address, netns, timeout
+    def __init__(self, address: str, netns: str | None, pki_dir: Path, timeout: float,
+                 dial: tuple[str, int] | None = None) -> None:
+        self.address, self.netns, self.timeout, self.dial = address, netns, timeout, dial
         self.context = ssl.create_default_context(cafile=str(pki_dir / "ca.crt"))
         self.context.load_cert_chain(str(pki_dir / "admin.crt"), str(pki_dir / "admin.key"))
         self._conn: NsHTTPSConnection | None = None
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
         if self._conn is None:
-            self._conn = NsHTTPSConnection(self.address, 443, self.timeout, self.netns, self.context)
+            self._conn = NsHTTPSConnection(self.address, 443, self.timeout, self.netns, self.context, self.dial)
         try:
             self._conn.request(method, path, json.dumps(body) if body is not None else None,
                                {"Content-Type": "application/json", "Accept": "application/json"})
@@ -89,15 +90,27 @@ def shoot_pki(seed: Seed, namespace: str, into: Path) -> Path:
     return into
 
 
+def load_balancer(seed: Seed, namespace: str) -> str:
+    """The shoot API's load balancer address: the seed's own (local provider), or the one its
+    cloud published on the control plane's kube-apiserver Service."""
+    address = seed.shoot_api or cluster.load_balancer_address(cluster.connect(seed.kube), namespace, "kube-apiserver")
+    if address is None:
+        raise CapabilityMissing(f"the Service {namespace}/kube-apiserver has no load balancer address "
+                                "(status.loadBalancer.ingress is empty): the seed published none")
+    return address
+
+
 class ShootApiProbe:
-    def __init__(self, seed: Seed, namespace: str, timeline: Timeline, netns: str, via_zone: str,
+    """`vantages`: what stands in `via_zone` (an environment or an etcd view, Vantages.reach)."""
+
+    def __init__(self, seed: Seed, namespace: str, timeline: Timeline, vantages: object, via_zone: str,
                  interval: float = 0.1, timeout: float = 1.0) -> None:
-        if seed.shoot_api is None:
-            raise CapabilityMissing("this seed's shoot API has no load balancer address the harness knows (the local "
-                                    "provider's seed has one)")
+        address = load_balancer(seed, namespace)
+        host, port, netns = reach(vantages, via_zone, address, 443)
         self._tmp = tempfile.TemporaryDirectory(prefix="shoot-pki-")
         pki = shoot_pki(seed, namespace, Path(self._tmp.name))
-        self.client = lambda: ShootApiClient(seed.shoot_api, netns, pki, timeout)  # type: ignore[arg-type]
+        dial = None if (host, port) == (address, 443) else (host, port)
+        self.client = lambda: ShootApiClient(address, netns, pki, timeout, dial)
         self.timeline = timeline
         self.interval = interval
         self.history = ProbeHistory(f"probe-{uuid.uuid4().hex[:8]}-", via_zone, {}, path=MEMBER)

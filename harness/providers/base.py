@@ -113,6 +113,19 @@ class Vantages(Protocol):
     def client_netns(self, zone: str | None) -> str | None:
         """The network namespace a client standing in `zone` runs in; None: the harness's own."""
 
+    def reach(self, zone: str | None, host: str, port: int) -> tuple[str, int, str | None]:
+        """Where a client standing in `zone` connects to reach `host:port`: an address, a port and
+        the network namespace to connect from (None: the harness's own). Locally that is the target
+        itself from the zone's namespace; on a seed, a local forward through the zone's vantage pod."""
+
+
+def reach(env: object, zone: str | None, host: str, port: int) -> tuple[str, int, str | None]:
+    """Where a client standing in `zone` of `env` connects to reach `host:port` (Vantages.reach)."""
+    if not isinstance(env, Vantages):
+        client_netns(env, zone)  # outside every zone is fine; a zone is a capability this env lacks
+        return host, port, None
+    return env.reach(zone, host, port)
+
 
 def client_netns(env: object, zone: str | None) -> str | None:
     """Where a client standing in `zone` runs in `env`. Outside every zone (None) is the harness's
@@ -137,8 +150,13 @@ class EtcdCluster(Vantages, Protocol):
     def zone(self, name: str) -> str: ...
     def member(self, name: str) -> Member: ...
 
+    def client_url(self, member: str, via_zone: str | None = None) -> str:
+        """The URL a client standing in `via_zone` (client_netns) uses for `member`: the member's
+        own, or a local forward that opens each connection from that zone."""
+
     def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
-        """A client of one member, standing in `via_zone` (default: the member's own zone)."""
+        """A client of one member, standing in `via_zone` (default: the member's own zone, or
+        outside every zone where no process runs beside the member)."""
 
     def status(self, via_zone: str | None = None) -> dict[str, Status | str]:
         """Each member's status, or why it could not be read."""

@@ -1,9 +1,11 @@
 """The cluster provider: an existing Kubernetes cluster, reached through a kubeconfig context.
 
 Zones and nodes come from the nodes' labels. The harness deploys the reference control plane
-into a namespace there and judges its placement; its faults are pod deletion and node
-cordon/drain (no network is the harness's to cut). harness.teardown heals and removes what the
-harness deployed before `down` forgets the cluster.
+into a namespace there and judges its placement; a shoot's etcd is reached through the seed's
+API (KubeEtcd: port-forwards, vantage pods in the zones). Its own faults are pod deletion and
+node cordon/drain (no network is the harness's to cut); with [aws], a zone outage and a node
+kill go through the cloud (network ACLs, instances). harness.teardown heals and removes what
+the harness deployed before `down` forgets the cluster.
 """
 
 from __future__ import annotations

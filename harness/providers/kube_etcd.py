@@ -4,17 +4,19 @@ the member's node carries it), from the harness's own machine.
 
 Every client, probe, load and metrics scrape sees the members through these forwards, so a member
 whose node the API server cannot reach is unreachable here too, as it would be for an operator.
-A client standing inside a zone needs a vantage point there, which this view does not have.
+A client standing in a zone goes through that zone's vantage point (harness.kube.vantage, a
+relay pod created there on first use): its connections start in the zone and share its fate.
 """
 
 from __future__ import annotations
 
 import http.client
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Callable
 
-from harness.errors import CapabilityMissing, EnvironmentStateError
+from harness.errors import EnvironmentStateError
 from harness.etcd_gateway import EtcdClient
-from harness.kube import cluster
+from harness.kube import cluster, vantage
 from harness.kube.portforward import PortForward
 from harness.probes import placement
 from harness.providers.base import Member, Seed
@@ -30,7 +32,8 @@ class KubeEtcd(EtcdView):
     """etcd cluster `name` (etcd-main, etcd-events) of the control plane in `namespace` on `seed`.
 
     Its members are taken once, while every member runs; a member's forward follows its pod by
-    name wherever the scheduler puts it later. close() stops the forwards."""
+    name wherever the scheduler puts it later. close() stops the forwards (the vantage pods go
+    with the control plane's namespace)."""
 
     def __init__(self, config: Config, seed: Seed, namespace: str, name: str, zones: tuple[str, ...],
                  provider: str = "cluster") -> None:
@@ -45,19 +48,64 @@ class KubeEtcd(EtcdView):
             Member(p.name, p.node, p.zone, self.forwards[p.name].url, f"http://{p.ip}:2380")  # type: ignore[arg-type]
             for p in pods
         )
+        self._lock = threading.Lock()
+        self._via: dict[str, dict[str, PortForward]] = {}  # zone -> member -> forward through its vantage
+        self._vantages: dict[str, str] = {}  # zone -> its relay pod
+        self._reached: dict[tuple[str, str, int], PortForward] = {}  # (zone, host, port) -> forward
 
     def client_netns(self, zone: str | None) -> str | None:
-        """Outside every zone (None) is the harness's own machine, the only vantage point here."""
+        """Every client runs on the harness's own machine; one standing in a zone reaches the
+        members through the zone's vantage point (client_url), made ready here."""
         if zone is not None:
-            self.zone(zone)
-            raise CapabilityMissing(f"the {self.provider} provider has no client vantage point in zone {zone!r}: it "
-                                    f"reaches {self.name} through the seed's API from the harness's own machine")
+            self._through(zone)
         return None
 
+    def client_url(self, member: str, via_zone: str | None = None) -> str:
+        """The URL a client standing in `via_zone` (None: outside every zone) uses for `member`."""
+        m = self.member(member)
+        return m.client_url if via_zone is None else self._through(via_zone)[m.name].url
+
     def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
-        """A client of one member through its forward; `via_zone` must be None (see client_netns)."""
-        self.client_netns(via_zone)
-        return EtcdClient(self.member(member).client_url, None, timeout or self.config.timeouts.status_request)
+        """A client of one member, from `via_zone`'s vantage point or (None) from outside every zone."""
+        return EtcdClient(self.client_url(member, via_zone), None, timeout or self.config.timeouts.status_request)
+
+    def reach(self, zone: str | None, host: str, port: int) -> tuple[str, int, str | None]:
+        """Outside every zone: `host:port` itself; from a zone: a local forward through its vantage pod."""
+        if zone is None:
+            return host, port, None
+        pod = self._vantage(zone)
+        with self._lock:
+            key = (zone, host, port)
+            if key not in self._reached:
+                self._reached[key] = PortForward(self.seed.kube, self.namespace, pod, vantage.RELAY_PORT,
+                                                 connect_to=lambda: f"{host}:{port}")
+            return "127.0.0.1", self._reached[key].local_port, None
+
+    def _vantage(self, zone: str) -> str:
+        self.zone(zone)
+        with self._lock:
+            if zone not in self._vantages:
+                self._vantages[zone] = vantage.ensure(self.seed.kube, self.namespace, zone,
+                                                      self.config.timeouts.member_ready)
+            return self._vantages[zone]
+
+    def _through(self, zone: str) -> dict[str, PortForward]:
+        pod = self._vantage(zone)
+        with self._lock:
+            if zone not in self._via:
+                self._via[zone] = {m.name: PortForward(self.seed.kube, self.namespace, pod, vantage.RELAY_PORT,
+                                                       connect_to=self._target(m.name)) for m in self.members}
+            return self._via[zone]
+
+    def _target(self, member: str) -> Callable[[], str]:
+        """The member's client address now (asked at each connection: a member that moved is found)."""
+        def address() -> str:
+            from kubernetes import client as k8s
+
+            pod = k8s.CoreV1Api(cluster.connect(self.seed.kube)).read_namespaced_pod(member, self.namespace)
+            return f"{pod.status.pod_ip}:{CLIENT_PORT}"
+
+        return address
 
     def metrics(self, member: str) -> str:
         port = self.forwards[self.member(member).name].local_port
@@ -68,5 +116,6 @@ class KubeEtcd(EtcdView):
         return self.wait_members(timeout, members, max_lag)
 
     def close(self) -> None:
-        for forward in self.forwards.values():
+        for forward in [*self.forwards.values(), *(f for via in self._via.values() for f in via.values()),
+                        *self._reached.values()]:
             forward.close()

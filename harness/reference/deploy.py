@@ -13,7 +13,7 @@ from harness.probes.placement import PodPlacement
 from harness.providers.base import Seed
 from harness.reference.components import COMPONENTS, ETCDS
 from harness.reference.render import ETCD_VOLUME_SIZE, ReferenceSpec, render, replicas
-from harness.wait import wait_for
+from harness.wait import first_within, wait_for
 
 FIELD_MANAGER = "ha-harness"
 POOL_LABEL = "ha-harness/volume-pool"
@@ -75,9 +75,9 @@ def settled(spec: ReferenceSpec, pods: list[PodPlacement]) -> str | None:
     return "; ".join(waiting) or None
 
 
-def shoot_pki(spec: ReferenceSpec, seed: Seed) -> dict[str, Any]:
+def shoot_pki(spec: ReferenceSpec, seed: Seed, address: str | None) -> dict[str, Any]:
     """The shoot's own CA and keys, as a Secret the node agents hand to its kube-apiservers.
-    The serving certificate names the load balancer's address, where clients reach it."""
+    The serving certificate names the load balancer's `address`, where clients reach it."""
     import base64
     import tempfile
     from dataclasses import fields
@@ -85,11 +85,22 @@ def shoot_pki(spec: ReferenceSpec, seed: Seed) -> dict[str, Any]:
     from harness.kube.pki import generate_pki
 
     with tempfile.TemporaryDirectory() as tmp:
-        pki = generate_pki(Path(tmp), extra_ips=(seed.shoot_api,) if seed.shoot_api else ())
+        pki = generate_pki(Path(tmp), extra_ips=(address,) if address else ())
         files = [getattr(pki, f.name) for f in fields(pki)]
         data = {p.name: base64.b64encode(p.read_bytes()).decode() for p in files}
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": PKI_SECRET, "namespace": spec.namespace}, "data": data}
+
+
+# How long a seed may take to publish the shoot API's load balancer (the local seed: within a second).
+PUBLISH_WAIT_S = 10.0
+
+
+def _published_address(api: Any, namespace: str, timeout: float) -> str | None:
+    """The load balancer address the seed published on the kube-apiserver Service, or None when
+    none came within `timeout` (a seed without one: the shoot API is then not probed)."""
+    return first_within(lambda: cluster.load_balancer_address(api, namespace, "kube-apiserver"),
+                        f"the load balancer of {namespace}/kube-apiserver", timeout, interval=0.2)
 
 
 def _exists(api: Any, namespace: str, secret: str) -> bool:
@@ -118,7 +129,11 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float) -> list[PodPlacement
     if seed.static_volumes:
         apply(api, volume_pool(spec))
     if spec.real and not _exists(api, spec.namespace, PKI_SECRET):
-        apply(api, [shoot_pki(spec, seed)])  # once: running kube-apiservers keep the CA they started with
+        # The shoot API's Service first: its serving certificate names the load balancer's address.
+        exposed = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "kube-apiserver"]
+        apply(api, exposed)
+        address = seed.shoot_api or _published_address(api, spec.namespace, PUBLISH_WAIT_S)
+        apply(api, [shoot_pki(spec, seed, address)])  # once: running kube-apiservers keep the CA they started with
     apply(api, objects[1:])
     observed = wait_for(
         lambda: (pods := placement.observe(api, spec.namespace), settled(spec, pods)),

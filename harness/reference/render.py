@@ -176,7 +176,10 @@ def _services(spec: ReferenceSpec, c: Component) -> list[dict[str, Any]]:
 
     if c.name in ETCDS:
         return [service(f"{c.name}-client", (2379,)), service(f"{c.name}-peer", (2380,), headless=True)]
-    return [service(c.name, c.ports)]
+    exposed = service(c.name, c.ports)
+    if c.name == "kube-apiserver" and spec.real:  # the shoot API, for its clients, behind the seed's load balancer
+        exposed["spec"]["type"] = "LoadBalancer"
+    return [exposed]
 
 
 def _pdb(spec: ReferenceSpec, c: Component) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def _(loads: Any, etcd: EtcdCluster, rate: float, size: float, target: str, wher
     zone = {"its zone": member.zone,
             "another zone": next(z for z in etcd.zones if z != member.zone),
             "the other follower's zone": next((z for z in etcd.zones if z not in (member.zone, leader_zone)), "")}[where]
-    return loads.start(LoadSpec("put", rate, (member.client_url,), int(size * 1024), key_prefix=_prefix()),
+    return loads.start(LoadSpec("put", rate, (etcd.client_url(member.name, zone),), int(size * 1024), key_prefix=_prefix()),
                        etcd.client_netns(zone))
 
 
@@ -137,8 +137,8 @@ def _(loads: Any, etcd: EtcdCluster, target_zone: str, rate: float) -> Any:
     """Every member takes requests; the client and its watcher's member sit outside the target zone."""
     zone = next(z for z in etcd.zones if z != target_zone)
     watched = next(m for m in etcd.members if m.zone == zone)
-    spec = LoadSpec("mixed", rate, tuple(m.client_url for m in etcd.members), users=20,
-                    watch_hosts=(watched.client_url,), key_prefix=_prefix())
+    spec = LoadSpec("mixed", rate, tuple(etcd.client_url(m.name, zone) for m in etcd.members), users=20,
+                    watch_hosts=(etcd.client_url(watched.name, zone),), key_prefix=_prefix())
     return loads.start(spec, etcd.client_netns(zone), fence_writer(etcd, zone))
 
 
@@ -153,8 +153,9 @@ def _(loads: Any, etcd: EtcdCluster, profile: str, rate: str, keys: str) -> Any:
     prefix, rate, keys = _prefix(), float(rate), int(keys)
     members = [next(m for m in etcd.members if m.zone == z) for z in etcd.zones if etcd.members_in(z)]
     fence = fence_writer(etcd, members[0].zone)
-    return [loads.start(LoadSpec(profile, rate / len(members), (m.client_url,), users=8, shared_keys=keys,
-                                 watch_hosts=(m.client_url,), key_prefix=prefix), etcd.client_netns(m.zone), fence)
+    return [loads.start(LoadSpec(profile, rate / len(members), (etcd.client_url(m.name, m.zone),), users=8,
+                                 shared_keys=keys, watch_hosts=(etcd.client_url(m.name, m.zone),), key_prefix=prefix),
+                        etcd.client_netns(m.zone), fence)
             for m in members]
 
 

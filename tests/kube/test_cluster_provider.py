@@ -52,39 +52,72 @@ def test_the_placement_features_run_on_an_existing_cluster(
     assert not (pytester.path / "state").exists() or not list((pytester.path / "state").glob("*.json"))
 
 
-def test_the_gep20_features_reach_the_shoots_etcd_and_say_what_the_cluster_cannot_do(
+def _project(pytester: pytest.Pytester, feature: str, aws: str = "") -> Path:
+    """A bare directory holding only a feature file and the harness configuration."""
+    pytester.makefile(".feature", **{feature: (FEATURES / f"{feature}.feature").read_text()})
+    pytester.makepyfile(**{f"test_{feature}": f"from pytest_bdd import scenarios\nscenarios('{feature}.feature')\n"})
+    return pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n'
+                                              f'state_dir = "{pytester.path / "state"}"\n'
+                                              f'[provider]\nstorage_class = "harness-zonal"\n{aws}')
+
+
+def _run(pytester: pytest.Pytester, kubeconfig: Path, cfg: Path, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers", "--provider", "cluster",
+                                         "--kubeconfig", str(kubeconfig), "--harness-config", str(cfg), "-rs",
+                                         "--harness-report", *args)
+
+
+def test_the_gep20_features_run_on_an_existing_cluster_with_its_aws_account(
+    pytester: pytest.Pytester, existing: tuple[LocalEnvironment, Seed, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GEP-20's feature, unchanged, on the local seed handed over as a kubeconfig and its local
+    cloud as an AWS endpoint: the control plane runs for real, its etcd is reached through the
+    seed's API (port-forwards; vantage pods in the client zones), the shoot API through the load
+    balancer its Service publishes; a zone goes down as GEP-20's authors took it down (its subnets
+    on deny-all network ACLs) and a node fails as a cloud's do (its instance stopped)."""
+    region_env, _, kubeconfig = existing
+    access = LocalRegion(region_env.config).cloud(region_env)
+    credentials = pytester.path / "aws-credentials"
+    credentials.write_text(f"[harness]\naws_access_key_id = {access.credentials.access_key_id}\n"
+                           f"aws_secret_access_key = {access.credentials.secret_access_key}\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    zones = "".join(f'{zone} = "{az}"\n' for zone, az in access.zones.items())
+    cfg = _project(pytester, "gep20", f'[aws]\nregion = "{access.region}"\nvpc_id = "{access.vpc_id}"\n'
+                                      f'endpoint_url = "{access.endpoint_url}"\nprofile = "harness"\n[aws.zones]\n{zones}')
+    result = _run(pytester, kubeconfig, cfg)
+    result.assert_outcomes(passed=3)
+    summary = json.loads((pytester.path / "reports" / "latest" / "summary.json").read_text())
+    assert summary["counts"] == {"passed": 3} and summary["not_run"] == []
+    assert not list((pytester.path / "state").glob("*.json")), "the cluster's fault ledger is left behind"
+
+
+def test_what_the_cluster_cannot_do_is_a_skip_that_says_so(
     pytester: pytest.Pytester, existing: tuple[LocalEnvironment, Seed, Path]
 ) -> None:
-    """Each scenario deploys the control plane for real and waits for its etcd clusters through
-    the seed's API (port-forwards): a failure there fails the scenario. What follows needs a client
-    in a zone or a zone cut, which this provider lacks: a skip naming that, never a failure."""
+    """Without an AWS account the cluster provider cannot fail a node: the scenario is skipped
+    after the control plane ran for real and its etcd answered through the seed's API (a failure
+    there fails it), with the missing capability named and counted in the report."""
     _, _, kubeconfig = existing
-    pytester.makefile(".feature", gep20=(FEATURES / "gep20.feature").read_text())
-    pytester.makepyfile(test_gep20="from pytest_bdd import scenarios\nscenarios('gep20.feature')\n")
-    cfg = pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n'
-                                             f'state_dir = "{pytester.path / "state"}"\n'
-                                             f'[provider]\nstorage_class = "harness-zonal"\n')
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers", "--provider", "cluster",
-                                           "--kubeconfig", str(kubeconfig), "--harness-config", str(cfg), "-rs",
-                                           "--harness-report")
-    result.assert_outcomes(skipped=3)
-    result.stdout.fnmatch_lines([
-        "SKIPPED [[]2[]] *the cluster provider has no client vantage point in zone 'zone-b': it reaches etcd-main "
-        "through the seed's API*",
-        "SKIPPED [[]1[]] *no client vantage point in zone 'zone-a'*",
-    ])
+    result = _run(pytester, kubeconfig, _project(pytester, "gep20"), "-k", "node_failure")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *fault node-kill is not available here: the cluster provider cannot "
+                                 "fail nodes, and the cluster environment has no AWS account: configure [[]aws[]]*"])
     summary = json.loads((pytester.path / "reports" / "latest" / "summary.json").read_text())
-    assert summary["counts"] == {"skipped": 3} and len(summary["not_run"]) == 3
+    assert summary["counts"] == {"skipped": 1} and "fault node-kill is not available" in summary["not_run"][0]["reason"]
 
 
 def test_the_shoots_etcd_is_reached_through_the_seeds_api_wherever_its_pods_go(
     existing: tuple[LocalEnvironment, Seed, Path], tmp_path: Path
 ) -> None:
     """Port-forwards through the seed's API server and the kubelet API of each member's node: the
-    members answer, agree on a leader and serve their metrics; a member whose pod is deleted is
-    unreachable until its StatefulSet's new pod runs, and is reached again through the same forward."""
+    members answer, agree on a leader and serve their metrics, also to a client in a zone (through
+    that zone's vantage pod); a member whose pod is deleted is unreachable until its StatefulSet's
+    new pod runs, and is reached again through the same forward."""
+    from kubernetes import client as k8s
+
     from harness.config import load_config
-    from harness.errors import CapabilityMissing
+    from harness.kube import vantage
     from harness.providers.cluster import ClusterProvider
     from harness.reference.deploy import deploy, undeploy
     from harness.reference.render import ReferenceSpec
@@ -103,13 +136,14 @@ def test_the_shoots_etcd_is_reached_through_the_seeds_api_wherever_its_pods_go(
         assert leader is not None and all(m.client_url.startswith("http://127.0.0.1:") for m in etcd.members)
         assert etcd.client(leader).put("/harness/pf", "through the API") > 0
         assert "etcd_server_has_leader 1" in etcd.metrics(etcd.members[0].name)
-        with pytest.raises(CapabilityMissing, match="no client vantage point in zone 'zone-a'"):
-            etcd.client(leader, "zone-a")
+        # A client in zone-a: through a relay pod the scheduler put in zone-a.
+        assert etcd.client(leader, "zone-a").get("/harness/pf") == b"through the API"
+        core = k8s.CoreV1Api(cluster.connect(seed.kube))
+        relay = core.read_namespaced_pod(vantage.pod_name("zone-a"), spec.namespace)
+        assert env.node(relay.spec.node_name).zone == "zone-a"
 
         follower = next(m.name for m in etcd.members if m.name != leader)
-        from kubernetes import client as k8s
-
-        k8s.CoreV1Api(cluster.connect(seed.kube)).delete_namespaced_pod(follower, spec.namespace, grace_period_seconds=0)
+        core.delete_namespaced_pod(follower, spec.namespace, grace_period_seconds=0)
         # The forward fails while no pod of that name runs (wait_for raises if it never does).
         wait_for(lambda: etcd.status()[follower], lambda s: isinstance(s, str), f"{follower} unreachable", 30, 0.02)
         etcd.wait_healthy(timeout=90)

@@ -308,3 +308,22 @@ def test_kwok_stages_come_from_the_pinned_module_and_are_kept_beside_kwok(tmp_pa
     assert (tmp_path / STAGES_FILE).read_text() == text
     (tmp_path / STAGES_FILE).write_text("kept")
     assert kwok_stages(tmp_path / "kwok") == "kept"
+
+
+def test_kwoks_node_initialize_keeps_an_address_a_node_has(tmp_path: Path) -> None:
+    """The pinned stage writes `addresses:` again whenever a node is not Ready and it has no
+    Hostname address, which clears the InternalIP the API server reaches its kubelet API on (seen
+    after a zone outage: port-forwards to the zone failed with "no preferred addresses found")."""
+    import yaml
+
+    from harness.kube.binaries import kwok_crd, kwok_stages
+    from harness.kube.controlplane import keep_node_addresses
+
+    if shutil.which("go") is None:
+        pytest.skip("needs go to read the pinned kwok module")
+    stages = {d["metadata"]["name"]: d for d in yaml.safe_load_all(keep_node_addresses(kwok_stages(tmp_path / "kwok")))}
+    template = stages["node-initialize"]["spec"]["next"]["statusTemplate"]
+    assert "{{ if not $hasInternalIP }}\naddresses:" in template
+    assert "{{ if and (not $hasHostname) (not $hasInternalIP) }}" in template
+    assert "(not $hasInternalIP) (not $hasHostname)" not in template
+    assert yaml.safe_load(kwok_crd(tmp_path / "kwok", "portforwards"))["spec"]["names"]["kind"] == "PortForward"

@@ -111,7 +111,7 @@ def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str
         _start_node_agents(env, cp)
         # Outside every zone, as Gardener's garbage collection runs in the seed's control plane.
         cp.start_component("pod-gc", [sys.executable, "-m", "harness.kube.podgc", f"--kubeconfig={cp.kubeconfig}",
-                                      f"--after={cp.timings.force_delete_after_s}"])
+                                      f"--after={cp.timings.force_delete_after_s}", f"--lb-address={lb_address(env)}"])
         _start_load_balancer(env, cp.workdir / "lb")
     except BaseException:
         cp.stop()

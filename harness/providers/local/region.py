@@ -111,6 +111,13 @@ class EtcdMembers(EtcdView):
         """A zone's client namespace; outside every zone, the harness's own (None)."""
         return self.names.client_ns(self.zone(zone)) if zone is not None else None
 
+    def reach(self, zone: str | None, host: str, port: int) -> tuple[str, int, str | None]:
+        return host, port, self.client_netns(zone)
+
+    def client_url(self, member: str, via_zone: str | None = None) -> str:
+        """The member's own URL: a zone's client namespace (client_netns) reaches it as it is."""
+        return self.member(member).client_url
+
     def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
         """A client for one member, opened from the client namespace of `via_zone`
         (default: the member's own zone, like a sidecar next to it)."""
