@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,12 @@ def volume_pool(spec: ReferenceSpec) -> list[dict[str, Any]]:
     return volumes
 
 
+def held_by_scheduler(p: PodPlacement) -> bool:
+    """Pending for a reason the scheduler keeps: not one it retries in a moment (the claim a
+    StatefulSet creates just before the pod, not seen yet: `persistentvolumeclaim "x" not found`)."""
+    return p.node is None and p.reason is not None and not re.search(r'persistentvolumeclaim "[^"]+" not found', p.reason)
+
+
 def settled(spec: ReferenceSpec, pods: list[PodPlacement]) -> str | None:
     """None once every replica exists and is Running or held Pending by the scheduler; else what is not."""
     waiting = []
@@ -71,7 +78,7 @@ def settled(spec: ReferenceSpec, pods: list[PodPlacement]) -> str | None:
         if len(mine) != replicas(spec, c):
             waiting.append(f"{c.name}: {len(mine)} of {replicas(spec, c)} pods")
         waiting += [f"{p.name} {p.phase}{', not ready' if p.phase == 'Running' else ''}" for p in mine
-                    if not (p.phase == "Running" and p.ready) and not (p.node is None and p.reason)]
+                    if not (p.phase == "Running" and p.ready) and not held_by_scheduler(p)]
     return "; ".join(waiting) or None
 
 

@@ -29,11 +29,16 @@ def test_default_acl_allows_everything_then_denies_the_rest() -> None:
     script = acl_ruleset([SubnetAcl("zone-a", A, "acl-1", DEFAULT_ACL), SubnetAcl("zone-b", B, "acl-1", DEFAULT_ACL)])
     # Leaving a subnet is judged by its egress rules, entering one by its ingress rules; traffic
     # inside a subnet is never judged. Every egress check comes before any ingress check.
+    # The router's own packets (the seed's egress proxy) enter and leave a subnet from outside it.
     jumps = [line.strip() for line in script.splitlines() if "jump" in line]
     assert jumps == [f"ip saddr {A} ip daddr != {A} jump egress_zone_a", f"ip saddr {B} ip daddr != {B} jump egress_zone_b",
-                     f"ip daddr {A} ip saddr != {A} jump ingress_zone_a", f"ip daddr {B} ip saddr != {B} jump ingress_zone_b"]
+                     f"ip daddr {A} ip saddr != {A} jump ingress_zone_a", f"ip daddr {B} ip saddr != {B} jump ingress_zone_b",
+                     f"ip daddr {A} jump ingress_zone_a", f"ip daddr {B} jump ingress_zone_b",
+                     f"ip saddr {A} jump egress_zone_a", f"ip saddr {B} jump egress_zone_b"]
     assert script.startswith(remove_ruleset()) and "table ip cloud_acl {" in script  # one transaction replaces it
     assert "type filter hook forward priority filter; policy accept;" in script
+    assert "type filter hook output priority filter; policy accept;" in script
+    assert "type filter hook input priority filter; policy accept;" in script
 
 
 def test_deny_all_acl_drops_everything_crossing_the_subnet_boundary() -> None:

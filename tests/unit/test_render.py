@@ -595,6 +595,15 @@ def test_not_settled_while_a_bound_pod_is_not_running() -> None:
     assert message is not None and "etcd-main-0 Pending" in message
 
 
+def test_not_settled_while_the_scheduler_has_not_seen_a_members_claim_yet() -> None:
+    """Seen in CI: the scheduler looked at etcd-events-0 before its claim reached its cache."""
+    pods = replace(full_set(NODE_CONVENTIONS), "etcd-events-0", pod(
+        "etcd-events-0", "etcd-events", "Pending", False, node=None, zone=None, host=None,
+        reason='0/6 nodes are available: persistentvolumeclaim "etcd-events-etcd-events-0" not found.'))
+    message = settled(spec_of("node", 3, "conventions"), pods)
+    assert message is not None and "etcd-events-0 Pending" in message
+
+
 def test_not_settled_before_the_scheduler_has_seen_a_pod() -> None:
     pods = replace(full_set(NODE_CONVENTIONS), "gardener-resource-manager-1",
                    pod("gardener-resource-manager-1", "gardener-resource-manager", "Pending", False, node=None))

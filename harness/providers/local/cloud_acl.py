@@ -135,8 +135,15 @@ def acl_ruleset(subnets: Sequence[SubnetAcl], table: str = TABLE) -> str:
             chains.append(f'\tchain {chain_name(s.zone, egress)} {{\n\t\tcomment "{s.acl_id}"\n{body}\t}}\n')
     # Every egress check before any ingress check: a packet leaves its subnet, then enters the other.
     forward = "".join(f"\t\t{j}\n" for j in jumps_out + jumps_in)
+    # The router's own traffic comes from outside every subnet too (the seed's API server reaches
+    # the kubelets through its egress proxy there): entering a subnet is judged by its ingress
+    # rules, the answers leaving it by its egress rules, whatever router address they use.
+    into = "".join(f"\t\tip daddr {_subnet(s)} jump {chain_name(s.zone, False)}\n" for s in subnets if s.acl_id)
+    out_of = "".join(f"\t\tip saddr {_subnet(s)} jump {chain_name(s.zone, True)}\n" for s in subnets if s.acl_id)
     return (f"{remove_ruleset(table)}table ip {table} {{\n"
             f"\tchain forward {{\n\t\ttype filter hook forward priority filter; policy accept;\n{forward}\t}}\n"
+            f"\tchain output {{\n\t\ttype filter hook output priority filter; policy accept;\n{into}\t}}\n"
+            f"\tchain input {{\n\t\ttype filter hook input priority filter; policy accept;\n{out_of}\t}}\n"
             f"{''.join(chains)}}}\n")
 
 
