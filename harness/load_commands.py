@@ -68,8 +68,9 @@ def measure_traffic(env: EtcdCluster, args: argparse.Namespace) -> int:
         return 1 if missing else 0
     print(f"{args.profile}: {figures['total_kib_s']['wire']} KiB/s across zones at the router, "
           f"{figures['total_kib_s']['metrics']} KiB/s by etcd's peer metrics, over {figures['seconds']} s")
+    wire = figures.get("not_available", {}).get("wire")
     for pair, v in figures["pairs"].items():
-        print(f"  {pair:<18} wire {v['wire_kib_s']!s:>8} KiB/s   metrics {v['metrics_kib_s']!s:>8} KiB/s")
+        print(f"  {pair:<18} wire {wire or str(v['wire_kib_s']) + ' KiB/s':>8}   metrics {v['metrics_kib_s']!s:>8} KiB/s")
     for line in missing:
         print(f"  not counted: {line}")
     return 1 if missing else 0

@@ -25,7 +25,7 @@ from harness.errors import CapabilityMissing, EnvironmentStateError, HarnessErro
 from harness.faults.runner import FaultRunner
 from harness.probes.availability import AvailabilityProbe, ProbeHistory
 from harness.providers import get_provider
-from harness.providers.base import Environment, Provider, Seed
+from harness.providers.base import EtcdCluster, Environment, Provider, Seed, ShootEtcds, shoot_etcd
 from harness.providers.local.etcd import alive
 from harness.providers.local.region import EtcdMembers, LocalEnvironment, LocalRegion
 from harness.providers.state import read_state
@@ -361,7 +361,7 @@ def env(session_env: Environment, harness_provider: Provider, pytestconfig: pyte
     return fresh
 
 
-def diverged(env: LocalEnvironment, timeout: float = 10.0) -> str | None:
+def diverged(env: EtcdCluster, timeout: float = 10.0) -> str | None:
     """Why the region is not fit for the next scenario, or None: every member answers, they reach
     one revision within `timeout` s, and their HashKV at it agree."""
     from harness.errors import WaitTimeout
@@ -382,6 +382,77 @@ def etcd(env: Environment) -> Environment:
     """The etcd cluster a scenario probes and judges: the region's own, unless a step names a
     shoot's (the reference control plane running for real)."""
     return env
+
+
+class RegionStandIn:
+    """On an environment without an etcd of its own whose seed runs control planes (an existing
+    cluster), the features' region is the reference control plane's etcd-main, running for real:
+    deployed on first use and shared by the session's scenarios like the local region (checked
+    before each, deployed afresh when an earlier scenario left it diverged), removed at the end."""
+
+    NAMESPACE = "shoot--harness--region"
+
+    def __init__(self, pytestconfig: pytest.Config, config: Config) -> None:
+        self.pytestconfig, self.config = pytestconfig, config
+        self.view: EtcdCluster | None = None
+        self.seed: Seed | None = None
+
+    def etcd(self, env: Environment, seed: Seed) -> EtcdCluster:
+        from harness.reference.deploy import deploy
+        from harness.reference.render import ReferenceSpec
+
+        if self.view is not None:
+            why = diverged(self.view)
+            if why is None:
+                return self.view
+            _say(self.pytestconfig, f"[harness] the control plane standing in for the region is not consistent after "
+                                    f"the last scenario ({why}); deploying it afresh")
+            self.remove()
+        _say(self.pytestconfig, f"[harness] the {env.provider} environment has no etcd of its own: the region's etcd is "
+                                f"etcd-main of the reference control plane in {self.NAMESPACE}, running for real")
+        spec = ReferenceSpec("zone", env.zones, "gep20", namespace=self.NAMESPACE, storage_class=seed.storage_class,
+                             real=True)
+        self.seed = seed
+        deploy(seed, spec, self.config.timeouts.deploy)
+        view = shoot_etcd(env, seed, self.NAMESPACE, "etcd-main")
+        setattr(view, "stands_in_for_region", True)  # a scenario naming the region's members says it cannot run
+        self.view = view
+        view.wait_healthy()
+        return view
+
+    def remove(self) -> None:
+        from harness.reference.deploy import undeploy
+
+        if self.seed is None:
+            return
+        if self.view is not None:
+            getattr(self.view, "close", lambda: None)()  # its port-forwards
+        undeploy(self.seed, self.NAMESPACE, self.config.timeouts.deploy)
+        self.view = self.seed = None
+
+
+_STAND_IN = pytest.StashKey[RegionStandIn]()
+
+
+@pytest.fixture(scope="session")
+def region_stand_in(session_env: Environment, pytestconfig: pytest.Config,
+                    harness_config: Config) -> Iterator[RegionStandIn]:
+    stand_in = pytestconfig.stash[_STAND_IN] = RegionStandIn(pytestconfig, harness_config)
+    try:
+        yield stand_in
+    finally:
+        stand_in.remove()
+
+
+@pytest.fixture
+def region_etcd(env: Environment, request: pytest.FixtureRequest) -> EtcdCluster:
+    """The features' region etcd: the environment's own, or on an environment without one whose
+    seed runs control planes, the reference's etcd-main standing in for it (RegionStandIn)."""
+    if env.members and isinstance(env, EtcdCluster):
+        return env
+    if not isinstance(env, ShootEtcds):
+        raise CapabilityMissing(f"the {env.provider} provider has no etcd members the harness can reach")
+    return request.getfixturevalue("region_stand_in").etcd(env, request.getfixturevalue("seed"))
 
 
 @pytest.fixture
@@ -452,8 +523,8 @@ def machine_probes(cloud: "AwsAccess", timeline: Timeline) -> Iterator[list[Any]
 class Shoots:
     """Reference control planes deployed by one scenario; removed at its teardown."""
 
-    def __init__(self, config: Config, timeline: Timeline | None = None) -> None:
-        self.config, self.timeline = config, timeline
+    def __init__(self, config: Config, timeline: Timeline | None = None, pytestconfig: pytest.Config | None = None) -> None:
+        self.config, self.timeline, self.pytestconfig = config, timeline, pytestconfig
         self.deployed: list[tuple[Seed, str]] = []
         self.shoots: list["Shoot"] = []
 
@@ -461,6 +532,13 @@ class Shoots:
         from harness.reference.deploy import deploy
         from harness.steps.scenario import Shoot
 
+        stand_in = self.pytestconfig.stash.get(_STAND_IN, None) if self.pytestconfig else None
+        if spec.real and stand_in is not None and stand_in.view is not None:
+            # The local seed gives members fixed addresses and has one load balancer for shoot APIs:
+            # one control plane runs for real at a time. The stand-in comes back when next needed.
+            _say(stand_in.pytestconfig, f"[harness] removing the control plane standing in for the region: "
+                                        f"{spec.namespace} runs for real now")
+            stand_in.remove()
         self.deployed.append((seed, spec.namespace))
         placed = deploy(seed, spec, self.config.timeouts.deploy)
         if self.timeline is not None:  # the placement table, for the report
@@ -481,8 +559,8 @@ class Shoots:
 
 
 @pytest.fixture
-def shoots(harness_config: Config, timeline: Timeline) -> Iterator[Shoots]:
-    s = Shoots(harness_config, timeline)
+def shoots(harness_config: Config, timeline: Timeline, pytestconfig: pytest.Config) -> Iterator[Shoots]:
+    s = Shoots(harness_config, timeline, pytestconfig)
     try:
         yield s
     finally:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import CapabilityMissing, HarnessError
+from harness.errors import HarnessError
 from harness.etcd_gateway import Status
 from harness.providers.base import EtcdCluster, Environment, Member, ZoneTrafficCounters, zone_pair
 
@@ -38,7 +38,7 @@ class Scrape:
 @dataclass(frozen=True)
 class TrafficSample:
     at: float  # time.monotonic()
-    wire: dict[str, int]  # "zone-a->zone-b" -> bytes forwarded so far
+    wire: dict[str, int] | None  # "zone-a->zone-b" -> bytes forwarded so far; None: not counted here
     metrics: dict[str, Scrape] = field(default_factory=dict)  # member -> its peer metrics
 
 
@@ -78,21 +78,27 @@ class TrafficProbe:
     zone pair and in total, and what it could not count."""
 
     def __init__(self, env: Environment, etcd: EtcdCluster | None = None) -> None:
-        if not isinstance(env, ZoneTrafficCounters):
-            raise CapabilityMissing(f"the {env.provider} provider cannot count the bytes between zones on the wire")
-        self.counters: ZoneTrafficCounters = env
+        # Without counters on the wire (a real cluster) the peer metrics are the only source.
+        self.counters = env if isinstance(env, ZoneTrafficCounters) else None
+        self.wire_unavailable = None if self.counters else f"not available on the {env.provider} provider"
         self.etcd: EtcdCluster = etcd if etcd is not None else env  # type: ignore[assignment]
         self._zone_of_id: dict[str, str] = {}
-        env.zone_pair_bytes()  # counting starts here
+        if self.counters is not None:
+            self.counters.zone_pair_bytes()  # counting starts here
 
     def sample(self) -> TrafficSample:
-        return TrafficSample(time.monotonic(), self.counters.zone_pair_bytes(), metric_scrapes(self.etcd, self._zone_of_id))
+        wire = self.counters.zone_pair_bytes() if self.counters is not None else None
+        return TrafficSample(time.monotonic(), wire, metric_scrapes(self.etcd, self._zone_of_id))
 
     def measure(self, seconds: float) -> dict[str, Any]:
         """KiB/s per zone pair and in total over the next `seconds`, from both sources, with what
-        could not be counted (harness.validate.traffic.rates)."""
+        could not be counted (harness.validate.traffic.rates) and, under "not_available", a source
+        this environment does not have and why."""
         from harness.validate.traffic import rates  # it imports this module
 
         first = self.sample()
         time.sleep(seconds)
-        return rates(first, self.sample())
+        figures = rates(first, self.sample())
+        if self.wire_unavailable:
+            figures["not_available"] = {"wire": self.wire_unavailable}
+        return figures

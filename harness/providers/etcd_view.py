@@ -6,9 +6,9 @@ from __future__ import annotations
 import http.client
 from typing import TYPE_CHECKING
 
-from harness.errors import HarnessError
+from harness.errors import CapabilityMissing, HarnessError
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
-from harness.providers.base import Topology
+from harness.providers.base import Member, Topology
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
@@ -19,6 +19,16 @@ class EtcdView(Topology):
     """Statuses and leader of an etcd cluster; subclasses say how a client reaches a member."""
 
     config: Config
+    # Set when this cluster stands in for the features' region on an environment without an etcd
+    # of its own: a scenario naming the region's members (etcd-1) cannot run on it, and says so.
+    stands_in_for_region: bool = False
+
+    def member(self, name: str) -> Member:
+        if self.stands_in_for_region and name not in {m.name for m in self.members}:
+            raise CapabilityMissing(
+                f"this scenario names member {name!r} of the local region; here the region's etcd is a control plane's "
+                f"({', '.join(m.name for m in self.members)}), whose members are named and placed by its StatefulSet")
+        return super().member(name)
 
     def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
         raise NotImplementedError

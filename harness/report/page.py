@@ -57,8 +57,8 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
                    for path, g in (s.get("write_unavailability") or {}).items()]
     loads = [[escape(l["profile"]), _fmt(l.get("rate"), "ops/s"), _fmt(l.get("ops_per_s"), "ops/s"),
               _fmt(l.get("requests")), _fmt(l.get("failures")), _fmt(l.get("p99_ms"), "ms")] for l in s["load"]]
-    traffic = [[escape(pair), _fmt(v.get("wire_kib_s"), "KiB/s"), _fmt(v.get("metrics_kib_s"), "KiB/s")]
-               for t in s["traffic"] for pair, v in sorted(t["pairs"].items())]
+    traffic = [[escape(pair), escape(t.get("not_available", {}).get("wire", "")) or _fmt(v.get("wire_kib_s"), "KiB/s"),
+                _fmt(v.get("metrics_kib_s"), "KiB/s")] for t in s["traffic"] for pair, v in sorted(t["pairs"].items())]
     # What a measurement could not count is shown, not left to read as a low rate.
     uncounted = [[escape(e["source"]), escape(e.get("member") or e.get("pair") or ""), escape(kind),
                   escape(e.get("reason", ""))]

@@ -81,10 +81,12 @@ def loads(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def traffic(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each measurement's rates, with what it could not count (failed scrapes, reset counters)."""
+    """Each measurement's rates, with what it could not count (failed scrapes, reset counters)
+    and the sources the environment does not have."""
     return [{"start": e["start"], "end": e.get("end"), "seconds": e["data"].get("seconds"),
              "pairs": e["data"].get("pairs", {}), "total_kib_s": e["data"].get("total_kib_s", {}),
-             "gaps": e["data"].get("gaps", []), "resets": e["data"].get("resets", [])}
+             "gaps": e["data"].get("gaps", []), "resets": e["data"].get("resets", []),
+             "not_available": e["data"].get("not_available", {})}
             for e in events if e["kind"] == "traffic" and "pairs" in e.get("data", {})]
 
 

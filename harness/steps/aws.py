@@ -11,6 +11,7 @@ from pytest_bdd import given, parsers, then, when
 from harness import judge
 from harness.aws.access import AwsAccess
 from harness.aws.machines import MachineApiProbe
+from harness.errors import CapabilityMissing
 from harness.faults.runner import FaultRunner
 from harness.providers.base import EtcdCluster
 from harness.steps.faults import apply_faults
@@ -37,9 +38,9 @@ def _(cloud: AwsAccess) -> None:
 @given(parsers.parse('a machine probe creates and deletes a machine in zone "{zone}" every {seconds:g} s'),
        target_fixture="machine_probe")
 def _(cloud: AwsAccess, env, timeline: Timeline, machine_probes: list[Any], zone: str, seconds: float) -> MachineApiProbe:
-    judge.holds(cloud.machine_credentials is not None and cloud.image_id is not None,
-                "machine controller credentials and an image to launch are configured", cloud.machine_principal)
-    assert cloud.machine_credentials is not None and cloud.image_id is not None
+    if cloud.machine_credentials is None or cloud.image_id is None:
+        raise CapabilityMissing("the AWS account has no machine controller to probe: configure [aws] machine_principal, "
+                                "machine_profile (its credentials) and image_id (what the probe launches)")
     probe = MachineApiProbe(cloud.client("ec2", cloud.machine_credentials, attempts=1), _subnet(cloud, env.zone(zone)),
                             cloud.image_id, run_id=f"machines-{zone}-{int(time.time() * 1000)}", clock=timeline.now,
                             interval=seconds, instance_type=cloud.instance_type, cleanup_ec2=cloud.client("ec2"),

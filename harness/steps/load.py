@@ -9,7 +9,7 @@ from typing import Any, Callable
 from pytest_bdd import given, parsers, then, when
 
 from harness import judge
-from harness.errors import ConfigError, HarnessError
+from harness.errors import CapabilityMissing, ConfigError, HarnessError
 from harness.etcd_gateway import EtcdRequestError
 from harness.load.runner import LoadSpec
 from harness.probes.traffic import TrafficProbe
@@ -53,9 +53,11 @@ def _(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: float) -> dict[s
     with timeline.span("traffic", "measure", seconds=seconds) as event:
         figures = probe.measure(seconds)
         event.data.update(figures)
+    # The wire's figures where the environment counts them; else the peer metrics', named so.
+    source, suffix = ("metrics", " (peer metrics)") if "wire" in figures.get("not_available", {}) else ("wire", "")
     for pair, kib in figures["pairs"].items():
-        timeline.mark("figure", f"cross-zone {pair}", value=kib["wire_kib_s"], unit="KiB/s")
-    timeline.mark("figure", "cross-zone total", value=figures["total_kib_s"]["wire"], unit="KiB/s")
+        timeline.mark("figure", f"cross-zone {pair}{suffix}", value=kib[f"{source}_kib_s"], unit="KiB/s")
+    timeline.mark("figure", f"cross-zone total{suffix}", value=figures["total_kib_s"][source], unit="KiB/s")
     return figures
 
 
@@ -63,6 +65,8 @@ def _counted(traffic: dict[str, Any], source: str) -> None:
     """Judge only what was counted: a failed scrape or a reset counter leaves its pairs without a
     figure, and a judgement on the rest would pass on partial data."""
     __tracebackhide__ = True
+    if source in traffic.get("not_available", {}):
+        raise CapabilityMissing(f"this check judges the bytes on the {source}: {traffic['not_available'][source]}")
     what = {"wire": "router counters not counted over the measurement",
             "metrics": "peer metrics not counted over the measurement (a member whose scrape failed or that "
                        "restarted leaves its zone's pairs without an estimate)"}[source]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-import pytest
 from pytest_bdd import given, parsers
 
 from harness.errors import ConfigError
@@ -12,18 +11,18 @@ from harness.probes.availability import AvailabilityProbe
 from harness.providers.base import EtcdCluster, Environment
 
 
-@given(parsers.parse("a healthy region with {members:d} etcd members spread over {zones:d} zones"), target_fixture="env")
-def _(env: Environment, members: int, zones: int) -> Environment:
-    if not env.members or not isinstance(env, EtcdCluster):
-        pytest.skip(f"the {env.provider} provider has no etcd members the harness can reach")
-    spread = len({m.zone for m in env.members})
-    if (len(env.members), len(env.zones), spread) != (members, zones, zones):
+@given(parsers.parse("a healthy region with {members:d} etcd members spread over {zones:d} zones"), target_fixture="etcd")
+def _(region_etcd: EtcdCluster, members: int, zones: int) -> EtcdCluster:
+    """The session's region etcd (on an existing cluster, the control plane standing in for it)."""
+    etcd = region_etcd
+    spread = len({m.zone for m in etcd.members})
+    if (len(etcd.members), len(etcd.zones), spread) != (members, zones, zones):
         raise ConfigError(
-            f"the shared region has {len(env.members)} members in {spread} of its {len(env.zones)} zones; "
+            f"the shared region has {len(etcd.members)} members in {spread} of its {len(etcd.zones)} zones; "
             f"this step needs {members} spread over {zones} — use 'a fresh region with ...' for other shapes"
         )
-    env.wait_healthy()
-    return env
+    etcd.wait_healthy()
+    return etcd
 
 
 @given(parsers.parse("a fresh region with {members:d} etcd members in the {layout} layout"), target_fixture="env")

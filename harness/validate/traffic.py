@@ -20,7 +20,10 @@ def _wire(first: TrafficSample, last: TrafficSample) -> tuple[dict[str, int | No
                                                                list[dict[str, Any]]]:
     """Bytes per pair at the router over the interval; gaps and resets of its counters."""
     out: dict[str, int | None] = {}
-    gaps, resets = [], []
+    gaps: list[dict[str, Any]] = []
+    resets: list[dict[str, Any]] = []
+    if first.wire is None or last.wire is None:  # an environment without counters on the wire
+        return out, gaps, resets
     for p in sorted(set(first.wire) | set(last.wire)):
         a, b = first.wire.get(p), last.wire.get(p)
         out[p] = None

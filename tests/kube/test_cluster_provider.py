@@ -67,6 +67,27 @@ def _run(pytester: pytest.Pytester, kubeconfig: Path, cfg: Path, *args: str) -> 
                                          "--harness-report", *args)
 
 
+def _aws_account(pytester: pytest.Pytester, existing: tuple[LocalEnvironment, Seed, Path],
+                 monkeypatch: pytest.MonkeyPatch) -> str:
+    """The [aws] section of a project handed the local cloud as its AWS account, its credentials
+    in a shared credentials file of its own."""
+    region_env = existing[0]
+    access = LocalRegion(region_env.config).cloud(region_env)
+    machine = access.machine_credentials
+    assert machine is not None
+    credentials = pytester.path / "aws-credentials"
+    credentials.write_text(f"[harness]\naws_access_key_id = {access.credentials.access_key_id}\n"
+                           f"aws_secret_access_key = {access.credentials.secret_access_key}\n"
+                           f"[machine]\naws_access_key_id = {machine.access_key_id}\n"
+                           f"aws_secret_access_key = {machine.secret_access_key}\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    zones = "".join(f'{zone} = "{az}"\n' for zone, az in access.zones.items())
+    return (f'[aws]\nregion = "{access.region}"\nvpc_id = "{access.vpc_id}"\nendpoint_url = "{access.endpoint_url}"\n'
+            f'profile = "harness"\nmachine_principal = "{access.machine_principal}"\nmachine_profile = "machine"\n'
+            f'image_id = "{access.image_id}"\n[aws.zones]\n{zones}')
+
+
 def test_the_gep20_features_run_on_an_existing_cluster_with_its_aws_account(
     pytester: pytest.Pytester, existing: tuple[LocalEnvironment, Seed, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -75,21 +96,34 @@ def test_the_gep20_features_run_on_an_existing_cluster_with_its_aws_account(
     seed's API (port-forwards; vantage pods in the client zones), the shoot API through the load
     balancer its Service publishes; a zone goes down as GEP-20's authors took it down (its subnets
     on deny-all network ACLs) and a node fails as a cloud's do (its instance stopped)."""
-    region_env, _, kubeconfig = existing
-    access = LocalRegion(region_env.config).cloud(region_env)
-    credentials = pytester.path / "aws-credentials"
-    credentials.write_text(f"[harness]\naws_access_key_id = {access.credentials.access_key_id}\n"
-                           f"aws_secret_access_key = {access.credentials.secret_access_key}\n")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
-    zones = "".join(f'{zone} = "{az}"\n' for zone, az in access.zones.items())
-    cfg = _project(pytester, "gep20", f'[aws]\nregion = "{access.region}"\nvpc_id = "{access.vpc_id}"\n'
-                                      f'endpoint_url = "{access.endpoint_url}"\nprofile = "harness"\n[aws.zones]\n{zones}')
+    _, _, kubeconfig = existing
+    cfg = _project(pytester, "gep20", _aws_account(pytester, existing, monkeypatch))
     result = _run(pytester, kubeconfig, cfg)
     result.assert_outcomes(passed=3)
     summary = json.loads((pytester.path / "reports" / "latest" / "summary.json").read_text())
     assert summary["counts"] == {"passed": 3} and summary["not_run"] == []
     assert not list((pytester.path / "state").glob("*.json")), "the cluster's fault ledger is left behind"
+
+
+def test_the_zone_outage_features_run_on_an_existing_clusters_control_plane(
+    pytester: pytest.Pytester, existing: tuple[LocalEnvironment, Seed, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zone-outage feature, unchanged, where the environment has no etcd of its own: the
+    region's etcd is the reference control plane's etcd-main running for real on the seed,
+    deployed once and shared by the scenarios; its zones go down through the AWS account."""
+    _, _, kubeconfig = existing
+    cfg = _project(pytester, "zone_outage", _aws_account(pytester, existing, monkeypatch))
+    result = _run(pytester, kubeconfig, cfg, "-k", ZONE_OUTAGE_SCENARIOS)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*the region's etcd is etcd-main of the reference control plane in "
+                                 "shoot--harness--region, running for real*"])
+    assert str(result.stdout).count("the region's etcd is etcd-main") == 1, "deployed once, shared by the scenarios"
+    assert not list((pytester.path / "state").glob("*.json")), "the cluster's fault ledger is left behind"
+
+
+# One of each kind of check (leader's zone, a follower's zone and its return, load and history);
+# `pytest --provider cluster features/zone_outage.feature` runs them all.
+ZONE_OUTAGE_SCENARIOS = "leaders_zone_keeps_quorum or zone_that_returns or every_read_linearizable"
 
 
 def test_what_the_cluster_cannot_do_is_a_skip_that_says_so(

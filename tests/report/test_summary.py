@@ -225,3 +225,18 @@ def test_traffic_that_could_not_be_counted_is_shown_with_the_member_and_why(tmp_
     from harness.report.plot import timeline_png
 
     assert timeline_png(tl, "y")  # a pair without a figure gets no bar, and the plot is still drawn
+
+
+def test_a_wire_column_the_environment_cannot_count_says_so(tmp_path: Path) -> None:
+    from tests.report.timelines import traffic_timeline
+
+    tl = traffic_timeline("x::y")
+    measure = next(e for e in tl["events"] if e["kind"] == "traffic")
+    for v in measure["data"]["pairs"].values():
+        v["wire_kib_s"] = None
+    measure["data"]["total_kib_s"]["wire"] = None
+    measure["data"]["not_available"] = {"wire": "not available on the cluster provider"}
+    s = summary.scenario({"nodeid": "x::y", "result": "skipped"}, tl)
+    assert s["traffic"][0]["not_available"] == {"wire": "not available on the cluster provider"}
+    html = scenario_html(0, s, None, tmp_path)
+    assert html.count("not available on the cluster provider") == len(measure["data"]["pairs"])

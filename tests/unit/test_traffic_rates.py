@@ -129,3 +129,18 @@ def test_a_then_step_on_the_wire_fails_on_a_reset_router_counter() -> None:
     figures = rates(_at(0.0, {"a->b": 5000}), _at(1.0, {"a->b": 100}))
     with pytest.raises(ToleranceViolation, match="router counters not counted.*a->b: router counter went down"):
         _step("cross-zone traffic stays below 20 KiB/s")(traffic=figures)
+
+
+def test_without_counters_on_the_wire_the_metrics_are_counted_and_a_wire_check_says_it_cannot_judge() -> None:
+    """A real cluster counts no bytes on the wire: its pairs carry the peer metrics alone, and a
+    Then-step on the wire is a skip naming what is missing, never a pass on the metrics."""
+    from harness.errors import CapabilityMissing
+
+    figures = rates(_at(0.0, None, m1=Scrape("a", {"a->b": 0})), _at(2.0, None, m1=Scrape("a", {"a->b": 4096})))  # type: ignore[arg-type]
+    figures["not_available"] = {"wire": "not available on the cluster provider"}
+    assert figures["pairs"] == {"a->b": {"wire_kib_s": None, "metrics_kib_s": 2.0}}
+    assert figures["total_kib_s"] == {"wire": None, "metrics": 2.0} and figures["gaps"] == figures["resets"] == []
+    with pytest.raises(CapabilityMissing, match="judges the bytes on the wire: not available on the cluster provider"):
+        _step("cross-zone traffic stays below 20 KiB/s")(traffic=figures)
+    with pytest.raises(CapabilityMissing, match="not available on the cluster provider"):
+        _step("the peer metrics account for 70 to 100 % of the wire bytes")(traffic=figures)
