@@ -14,6 +14,7 @@ from __future__ import annotations
 import select
 import socket
 import threading
+import time
 from typing import Any, Callable
 
 from harness.kube import cluster
@@ -73,7 +74,7 @@ class PortForward:
         remote: Any = None
         try:
             try:
-                remote = self._open_remote()
+                remote = self._open_remote(client)
             finally:
                 with self._lock:
                     self._pending -= 1
@@ -86,8 +87,9 @@ class PortForward:
             if remote is not None:
                 _close(remote)
 
-    def _open_remote(self) -> Any:
-        """The pod end of one connection, or None when the API or the kubelet refused it."""
+    def _open_remote(self, client: socket.socket) -> Any:
+        """The pod end of one connection, or None when the API or the kubelet refused it, or the
+        relay could not reach the target before the client gave up."""
         from kubernetes import client as k8s
         from kubernetes.stream import portforward
 
@@ -101,28 +103,40 @@ class PortForward:
             return None
         finally:
             api.close()
-        if target is not None and not _connected(remote, target):
+        if target is not None and not _connected(remote, target, client):
             _close(remote)
             return None
         return remote
 
 
-def _connected(relay: socket.socket, target: str, timeout: float = 30.0) -> bool:
-    """Ask the relay to open a connection to `target`; True once it says it did."""
-    relay.settimeout(timeout)  # the relay gives up on an unreachable target after its own 10 s
+def _connected(relay: socket.socket, target: str, client: socket.socket, timeout: float = 30.0) -> bool:
+    """Ask the relay to open a connection to `target`; True once it says it did. False at once
+    when the client hangs up first: a client that timed out (its request may sit unread in the
+    socket) frees its place for the next, which finds the target as soon as it is reachable again,
+    instead of waiting out the relay's own 10 s for a connection nobody wants any more."""
+    poller = select.poll()
+    poller.register(relay, select.POLLIN)
+    poller.register(client, select.POLLRDHUP)  # the peer's close, seen behind unread data too
+    gone = select.POLLRDHUP | select.POLLHUP | select.POLLERR
+    deadline = time.monotonic() + timeout
     try:
         relay.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
         head = b""
         while b"\r\n\r\n" not in head and len(head) < 16384:
-            chunk = relay.recv(1)  # byte by byte: nothing past the header may be read here
-            if not chunk:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 return False
-            head += chunk
+            events = dict(poller.poll(left * 1000))
+            if events.get(client.fileno(), 0) & gone:
+                return False
+            if relay.fileno() in events:
+                chunk = relay.recv(1)  # byte by byte: nothing past the header may be read here
+                if not chunk:
+                    return False
+                head += chunk
         return head.split(b" ", 2)[1:2] == [b"200"]
     except OSError:
         return False
-    finally:
-        relay.settimeout(None)
 
 
 def _pump(a: socket.socket, b: socket.socket) -> None:

@@ -34,9 +34,15 @@ def _relay(answer: bytes) -> tuple[socket.socket, list[bytes]]:
     return ours, heard
 
 
+def _client() -> tuple[socket.socket, socket.socket]:
+    """(the forward's end, the client's end) of a client connection."""
+    return socket.socketpair()
+
+
 def test_a_relay_connection_is_used_once_the_relay_says_it_connected_and_nothing_past_its_answer_is_eaten() -> None:
     sock, heard = _relay(b"HTTP/1.1 200 Connection established\r\n\r\n")
-    assert _connected(sock, "10.77.1.100:2379")
+    ours, _theirs = _client()
+    assert _connected(sock, "10.77.1.100:2379", ours)
     assert heard == [b"CONNECT 10.77.1.100:2379 HTTP/1.1\r\nHost: 10.77.1.100:2379\r\n\r\n"]
     assert sock.recv(16) == b"rest"  # what the target sent first is the client's
 
@@ -44,7 +50,23 @@ def test_a_relay_connection_is_used_once_the_relay_says_it_connected_and_nothing
 @pytest.mark.parametrize("answer", [b"HTTP/1.1 502 Bad Gateway\r\n\r\n", b"HTTP/1.1 200 OK but cut"])
 def test_a_relay_that_refuses_or_hangs_up_fails_the_connection(answer: bytes) -> None:
     sock, _ = _relay(answer)
-    assert not _connected(sock, "10.77.1.100:2379", timeout=2.0)
+    assert not _connected(sock, "10.77.1.100:2379", _client()[0], timeout=2.0)
+
+
+def test_a_client_that_gives_up_while_the_relay_still_dials_frees_its_place_at_once() -> None:
+    """Seen on the cluster provider: connections to a member behind a zone that was down waited
+    out the relay's 10 s dial after their clients had timed out, and held every place of the
+    forward, so the member's catch-up after the zone's return went unseen for seconds."""
+    import time
+
+    relay, silent = socket.socketpair()  # a relay still dialling: it never answers
+    ours, theirs = _client()
+    theirs.sendall(b"PUT /v3/kv/put HTTP/1.1\r\n\r\n")  # the request, unread behind the close
+    threading.Timer(0.2, theirs.close).start()
+    started = time.monotonic()
+    assert not _connected(relay, "10.77.1.100:2379", ours, timeout=10.0)
+    assert time.monotonic() - started < 2.0
+    silent.close()
 
 
 def test_a_vantage_pod_is_pinned_to_its_zone_and_runs_the_relay_from_its_configmap() -> None:
