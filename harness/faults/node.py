@@ -6,12 +6,14 @@ way: its EC2 instance stopped, and started again on heal (aws-instance, mode sto
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.errors import ConfigError
-from harness.faults.aws import AwsInstanceFailure
 from harness.faults.base import Injection, lacks
 from harness.providers.base import Environment, NodeFailures, Topology
+
+if TYPE_CHECKING:
+    from harness.faults.aws import AwsInstanceFailure
 
 
 class NodeFailure:
@@ -21,8 +23,13 @@ class NodeFailure:
         self.mode = mode
 
     def _cloud(self, env: Environment) -> AwsInstanceFailure | None:
-        """The cloud's way, for a kill where the environment has none of its own."""
-        return AwsInstanceFailure("stop") if self.mode == "kill" and not isinstance(env, NodeFailures) else None
+        """The cloud's way, for a kill where the environment has none of its own (boto3 imported
+        only then: the CLI runs rootless without it)."""
+        if self.mode != "kill" or isinstance(env, NodeFailures):
+            return None
+        from harness.faults.aws import AwsInstanceFailure
+
+        return AwsInstanceFailure("stop")
 
     def available(self, env: Environment) -> str | None:
         reason = lacks(env, NodeFailures, "fail nodes")
