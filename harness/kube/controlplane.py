@@ -38,12 +38,13 @@ from harness.kube.pki import (
 from harness.kube.processes import (
     ProcessRecord,
     log_tail,
+    process_state,
     signal_group,
     spawn,
     terminate,
 )
 from harness.kube.timings import DEFAULT_TIMINGS, KubeTimings
-from harness.wait import wait_serving
+from harness.wait import wait_for, wait_serving
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -61,6 +62,7 @@ AGENT_LABEL = "ha-harness/run"
 AGENT_NODE_ANNOTATION = "ha-harness/node-agent"
 DEFAULT_ZONES = ("zone-a", "zone-b", "zone-c")
 LIFECYCLE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+STOP_WAIT_S = 5.0  # SIGSTOP reaching every kwok of a zone
 STATE_FILE = "controlplane.json"
 _STATE_VERSION = 1
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -321,6 +323,9 @@ class ControlPlane:
     def silence_zone(self, zone: str) -> None:
         """Freeze the zone's kwoks (SIGSTOP): its nodes stop renewing leases, as with dead kubelets."""
         records = self._signal_zone(zone, signal.SIGSTOP)
+        # A signal is delivered asynchronously: a kwok running on another core stops a moment later.
+        wait_for(lambda: [r.name for r in records if process_state(r.pid) not in ("T", "t")], lambda left: not left,
+                 f"zone {zone}'s kwoks stopped", STOP_WAIT_S, interval=0.01)
         self.silenced.add(zone)
         self._save_state()
         self.progress(f"zone {zone} silenced ({len(records)} kwok(s) stopped): nodes {', '.join(self.nodes_in(zone))}")

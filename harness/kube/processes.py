@@ -38,6 +38,15 @@ def start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
+def process_state(pid: int) -> str:
+    """A process's state letter from /proc ("" when it is gone; Z a zombie, T stopped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
 @dataclass(frozen=True)
 class ProcessRecord:
     name: str

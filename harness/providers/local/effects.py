@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import netns
 from harness.errors import ConfigError, HarnessError
+from harness.kube.processes import process_state
 from harness.providers.local.etcd import signal_pid
 
 if TYPE_CHECKING:
@@ -151,15 +152,6 @@ def fail_node(env: LocalEnvironment, node: str, mode: str) -> dict[str, Any]:
     else:
         netns.run(["ip", "-n", ns, "link", "set", "eth0", "down"], timeout=env.config.timeouts.command)
     return data
-
-
-def process_state(pid: int) -> str:
-    """A process's state letter from /proc ("" when it is gone; Z a zombie, T stopped)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
 
 
 def node_failure_effect(env: LocalEnvironment, node: str, data: dict[str, Any]) -> dict[str, Any] | None:
