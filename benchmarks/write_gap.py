@@ -1,13 +1,15 @@
 """Write gap and write latency of the local region, with etcd's data on tmpfs and on disk.
 
     python benchmarks/write_gap.py [--runs N] [--outage SECONDS] [--media tmpfs,disk] [--rate PUTS_PER_S]
+                                   [--transports plain,tls]
 
 For each medium a region of its own comes up ([region] data_on_disk), a put load runs from a
 client zone (locust, --rate PUT/s of 1 KiB), and each run takes the etcd leader's zone down for
 --outage seconds under write probes (every 10 ms, from another zone). Printed per run: the
 longest write gap (from the cut taking effect, the open stretch counted), the time to a new
 leader and the load's p99; per medium: medians. On tmpfs fsync costs nothing, so the disk
-figures are the ones a real control plane's disks come closer to.
+figures are the ones a real control plane's disks come closer to. With --transports plain,tls
+each medium runs once with plain HTTP and once with clients and peers over TLS ([etcd] tls).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ def one_run(env: LocalEnvironment, outage: float, rate: float, workdir: Path) ->
     via = next(z for z in env.zones if z != leader.zone)
     timeline = Timeline()
     load = LoadRun(LoadSpec("put", rate, tuple(m.client_url for m in env.members if m.zone == via),
-                            key_prefix=f"/bench/{time.time_ns()}/"), env.names.client_ns(via), workdir, timeline).start()
+                            key_prefix=f"/bench/{time.time_ns()}/", tls=env.tls), env.names.client_ns(via), workdir,
+                   timeline).start()
     load.wait_started()
     probe = AvailabilityProbe(env, timeline, via).start()
     runner = FaultRunner(env, timeline)
@@ -59,9 +62,11 @@ def main() -> None:
     ap.add_argument("--outage", type=float, default=4.0)
     ap.add_argument("--rate", type=float, default=300.0)
     ap.add_argument("--media", default="tmpfs,disk")
+    ap.add_argument("--transports", default="plain")
     args = ap.parse_args()
-    for medium in args.media.split(","):
-        region = LocalRegion(load_config(overrides={"region.name": "bw", "region.data_on_disk": medium == "disk"}))
+    for medium, transport in ((m, t) for m in args.media.split(",") for t in args.transports.split(",")):
+        region = LocalRegion(load_config(overrides={"region.name": "bw", "region.data_on_disk": medium == "disk",
+                                                    "etcd.tls": transport == "tls"}))
         region.down()
         env = region.up()
         rows = []
@@ -70,13 +75,13 @@ def main() -> None:
                 for i in range(args.runs):
                     r = one_run(env, args.outage, args.rate, Path(tmp) / f"run-{i}")
                     rows.append(r)
-                    print(f"{medium} ({env.state['data_medium']}) run {i + 1}: leader-zone write gap {r['gap_s']} s, "
+                    print(f"{medium} ({env.state['data_medium']}), {transport}, run {i + 1}: leader-zone write gap {r['gap_s']} s, "
                           f"new leader after {r['new_leader_s']} s, load p99 {r['p99_ms']} ms at {r['ops_per_s']} ops/s",
                           flush=True)
         finally:
             region.down()
         med = {k: statistics.median([r[k] for r in rows if r[k] is not None]) for k in ("gap_s", "p99_ms")}
-        print(f"{medium}: median write gap {med['gap_s']:.3f} s, median load p99 {med['p99_ms']:.0f} ms "
+        print(f"{medium}, {transport}: median write gap {med['gap_s']:.3f} s, median load p99 {med['p99_ms']:.0f} ms "
               f"over {len(rows)} runs", flush=True)
 
 

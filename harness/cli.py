@@ -101,7 +101,13 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("--profile", required=True, choices=[n for n in PROFILES if n != "idle"],
                       help="; ".join(f"{n}: {p.description}" for n, p in PROFILES.items() if p))
     load.add_argument("--seconds", type=float, default=30.0, help="how long (default 30)")
-    load.add_argument("--processes", type=int, default=1, help="locust --processes: more than one core (default 1)")
+    load.add_argument("--processes", type=int, default=1,
+                      help="locust --processes: more than one core (default 1); with workers, on each worker")
+    load.add_argument("--workers", metavar="ZONE[,ZONE...]", default=None,
+                      help="distributed: locust's master in the profile's client zone, a worker in each of these "
+                           "zones' client namespaces; the workers ship their histories back to the master")
+    load.add_argument("--expect-workers", metavar="N", type=int, default=0,
+                      help="distributed: also wait for N locust workers started elsewhere, with the command printed")
     load.add_argument("--json", action="store_true", help='print {"profile", "seconds", "requests", "failures", "ops_per_s", "p99_ms"}')
     load.add_argument("--out", type=Path, default=None,
                       help="keep locust's statistics and the recorded history in a new directory under OUT "

@@ -11,11 +11,14 @@ import base64
 import http.client
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from harness.errors import HarnessError
-from harness.netns import NsHTTPConnection
+from harness.netns import NsHTTPConnection, NsHTTPSConnection
+
+if TYPE_CHECKING:
+    from harness.providers.base import EtcdTls
 
 
 class EtcdRequestError(HarnessError):
@@ -52,13 +55,14 @@ class EtcdClient:
     Not thread-safe: give each probe thread its own client.
     """
 
-    def __init__(self, url: str, netns: str | None, timeout: float) -> None:
+    def __init__(self, url: str, netns: str | None, timeout: float, tls: EtcdTls | None = None) -> None:
         parts = urlsplit(url)
         self.url = url
         self.netns = netns
         self.timeout = timeout
+        self.tls = tls
         self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 2379
-        self._conn: NsHTTPConnection | None = None
+        self._conn: NsHTTPConnection | NsHTTPSConnection | None = None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -67,7 +71,7 @@ class EtcdClient:
 
     def call(self, path: str, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         if self._conn is None:
-            self._conn = NsHTTPConnection(self._host, self._port, self.timeout, self.netns)
+            self._conn = self._connection()
         self._conn.timeout = timeout or self.timeout
         if self._conn.sock is not None:
             self._conn.sock.settimeout(self._conn.timeout)
@@ -81,6 +85,13 @@ class EtcdClient:
         if resp.status != 200 or "error" in payload:
             raise EtcdRequestError(f"{self.url}{path}: HTTP {resp.status}: {payload.get('message') or payload.get('error')}")
         return payload
+
+    def _connection(self) -> NsHTTPConnection | NsHTTPSConnection:
+        if self.tls is None:
+            return NsHTTPConnection(self._host, self._port, self.timeout, self.netns)
+        dial = (self._host, self._port) if self.tls.server_name else None
+        return NsHTTPSConnection(self.tls.server_name or self._host, self._port, self.timeout, self.netns,
+                                 self.tls.context(), dial=dial)
 
     def put(self, key: str, value: str | bytes) -> int:
         """Linearizable put; returns the revision it was committed at."""

@@ -4,12 +4,14 @@ client zone, with locust's statistics, or the cross-zone traffic it causes."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from harness.errors import ConfigError
 from harness.load.profiles import resolve
 from harness.load.runner import LoadRun, new_workdir, region_loads
 from harness.probes.traffic import TrafficProbe
@@ -18,14 +20,21 @@ from harness.timeline import Timeline
 from harness.validate.traffic import SOURCES, uncounted
 
 
-def _start(env: EtcdCluster, profile: str, processes: int = 1, out: Path | None = None) -> LoadRun | None:
-    """Start the load; its statistics and history go under `out`, else the region's work directory."""
+def _start(env: EtcdCluster, profile: str, processes: int = 1, out: Path | None = None,
+           workers: tuple[str, ...] = (), expect_workers: int = 0) -> LoadRun | None:
+    """Start the load; its statistics and history go under `out`, else the region's work directory.
+    `workers`: zones whose client namespaces run a locust worker each; `expect_workers`: workers
+    someone starts elsewhere, with the command printed here."""
     resolved = resolve(profile, env, processes)
     if resolved is None:
         return None
     spec, netns = resolved
+    spec = dataclasses.replace(spec, workers=tuple(env.client_netns(z) for z in workers), expect_workers=expect_workers)
     workdir = new_workdir(out or region_loads(env.config.state_dir, env.config.region.name), f"load-{profile}")
     run = LoadRun(spec, netns, workdir, Timeline()).start()
+    if expect_workers:
+        _progress(f"waiting for {expect_workers} locust worker(s) started elsewhere; on each, with the harness "
+                  f"installed: {run.worker_command()}")
     run.wait_started()
     return run
 
@@ -35,11 +44,25 @@ def _progress(message: str) -> None:
     print(f"[harness] {message}", file=sys.stderr, flush=True)
 
 
-def run_load(env: EtcdCluster, args: argparse.Namespace,
-             start: Callable[[EtcdCluster, str, int, Path | None], LoadRun | None] = _start) -> int:
-    run = start(env, args.profile, args.processes, args.out)
+def distribution(env: EtcdCluster, args: argparse.Namespace) -> dict[str, Any]:
+    """`--workers ZONE[,ZONE...]` (zones of the environment, each once) and `--expect-workers N`
+    as `_start`'s arguments; none without either (one locust, no master)."""
+    zones = tuple(args.workers.split(",")) if args.workers is not None else ()
+    if zones and (not all(zones) or len(set(zones)) < len(zones) or not set(zones) <= set(env.zones)):
+        raise ConfigError(f"--workers takes zones of the region, comma-separated, each once; accepted: "
+                          f"{', '.join(env.zones)}; got {args.workers!r}")
+    if args.expect_workers < 0:
+        raise ConfigError(f"--expect-workers takes a number of workers, 0 or more; got {args.expect_workers}")
+    return {"workers": zones, "expect_workers": args.expect_workers} if zones or args.expect_workers else {}
+
+
+def run_load(env: EtcdCluster, args: argparse.Namespace, start: Callable[..., LoadRun | None] = _start) -> int:
+    distributed = distribution(env, args)
+    run = start(env, args.profile, args.processes, args.out, **distributed)
     assert run is not None  # the parser offers no `idle`
-    _progress(f"{args.profile} for {args.seconds:g} s from {run.netns}, history in {run.workdir / 'history'}")
+    here = ", ".join(w or "this machine" for w in run.spec.workers) or "none"
+    workers = f" (locust's master; workers in {here}, {run.spec.expect_workers} elsewhere)" if distributed else ""
+    _progress(f"{args.profile} for {args.seconds:g} s from {run.netns}{workers}, history in {run.workdir / 'history'}")
     time.sleep(args.seconds)
     stats = run.stop()
     out = {"profile": args.profile, "seconds": args.seconds} | {k: stats[k] for k in ("requests", "failures", "ops_per_s", "p99_ms")}

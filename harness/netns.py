@@ -129,3 +129,4 @@ class NsHTTPSConnection(http.client.HTTPSConnection):
         else:
             with entered(self._netns):
                 super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # headers and body leave at once

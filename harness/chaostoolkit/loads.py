@@ -100,6 +100,6 @@ def _kill_orphans(env: Environment) -> None:
 def _stop_all() -> None:
     for run in list(_running.values()):
         try:
-            run.stop(timeout=5)
+            run.stop()
         except Exception:  # exiting anyway; the statistics are lost, the process is not left behind
             pass

@@ -33,9 +33,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.command_lines import etcd_command, kube_apiserver_command
+from harness.command_lines import EtcdClientTls, EtcdServingTls, etcd_command, kube_apiserver_command
 from harness.errors import HarnessError
 from harness.kube.controlplane import AGENT_LABEL, AGENT_NODE_ANNOTATION, ZONE_LABEL
+from harness.kube import etcd_tls
 from harness.kube.pki import pki_files
 from harness.kube.vantage import RELAY_PORT
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
@@ -237,14 +238,40 @@ class Agent:
         sts = name.rsplit("-", 1)[0]
         spec = self.apps.read_namespaced_stateful_set(sts, ns, _request_timeout=REQUEST_TIMEOUT).spec
         base = int(pod.metadata.annotations[IP_BASE_ANNOTATION])
+        tls = self._serving_tls(pod)
+        scheme = "https" if tls else "http"
         peers = []
         for k in range(spec.replicas):
             zone = self._zone_of(ns, f"{sts}-{k}")
             if zone is None:
                 raise NotYet(f"member {sts}-{k} is not scheduled yet, so its address is not known")
-            peers.append(f"{sts}-{k}=http://{self.subnets[zone]}.{base + k}:2380")
-        return etcd_command(self.args.etcd, name, self._volume(pod) / name, f"http://{ip}:2379", f"http://{ip}:2380",
-                            ",".join(peers), token=f"{ns}-{sts}", metrics_url=f"http://{ip}:{ETCD_METRICS_PORT}")
+            peers.append(f"{sts}-{k}={scheme}://{self.subnets[zone]}.{base + k}:2380")
+        return etcd_command(self.args.etcd, name, self._volume(pod) / name, f"{scheme}://{ip}:2379",
+                            f"{scheme}://{ip}:2380", ",".join(peers), token=f"{ns}-{sts}",
+                            metrics_url=f"http://{ip}:{ETCD_METRICS_PORT}", tls=tls)
+
+    def _mounted(self, pod: Any, volumes: dict[str, str]) -> dict[str, dict[str, Path]] | None:
+        """The pod's Secret volumes named in `volumes`, written out as a kubelet mounts them
+        (volume -> key -> file); None when the pod mounts none of them."""
+        by_volume = etcd_tls.mounted(pod.spec)
+        wanted = [v for v in volumes if v in by_volume]
+        if not wanted:
+            return None
+        if len(wanted) < len(volumes):
+            raise StartError(f"the pod mounts {', '.join(wanted)} but not {', '.join(v for v in volumes if v not in wanted)}")
+        base = self.workdir / "pods" / f"{pod.metadata.namespace}_{pod.metadata.name}.secrets"
+        return {v: etcd_tls.write_secret(self.core, pod.metadata.namespace, by_volume[v], base / v, REQUEST_TIMEOUT)
+                for v in wanted}
+
+    def _serving_tls(self, pod: Any) -> EtcdServingTls | None:
+        files = self._mounted(pod, {v: s for v, s in etcd_tls.MEMBER_VOLUMES.items() if v != etcd_tls.CLIENT_TLS_VOLUME})
+        if files is None:
+            return None
+        server, peer = files[etcd_tls.SERVER_TLS_VOLUME], files[etcd_tls.PEER_TLS_VOLUME]
+        return EtcdServingTls(etcd_tls.ca_file(files[etcd_tls.CLIENT_CA_VOLUME], etcd_tls.CLIENT_CA_VOLUME),
+                              server["tls.crt"], server["tls.key"],
+                              etcd_tls.ca_file(files[etcd_tls.PEER_CA_VOLUME], etcd_tls.PEER_CA_VOLUME),
+                              peer["tls.crt"], peer["tls.key"])
 
     def _zone_of(self, namespace: str, pod_name: str) -> str | None:
         """A member's zone: its node's; for a member without a node, its volume's (the volume pins
@@ -308,15 +335,14 @@ class Agent:
         return path
 
     def _apiserver_argv(self, pod: Any, ip: str) -> list[str]:
-        import base64
-
         ns = pod.metadata.namespace
-        secret = self.core.read_namespaced_secret(PKI_SECRET, ns, _request_timeout=REQUEST_TIMEOUT)
         pki = self.workdir / "pods" / f"{ns}_{pod.metadata.name}.pki"
-        pki.mkdir(parents=True, exist_ok=True)
-        for key, value in (secret.data or {}).items():
-            (pki / key).write_bytes(base64.b64decode(value))
-            (pki / key).chmod(0o600)
+        etcd_tls.write_secret(self.core, ns, PKI_SECRET, pki, REQUEST_TIMEOUT)
+        mounted = self._mounted(pod, etcd_tls.APISERVER_VOLUMES)
+        client = None
+        if mounted is not None:
+            ca, cert = mounted["etcd-ca"], mounted["etcd-client-tls"]
+            client = EtcdClientTls(etcd_tls.ca_file(ca, "etcd-ca"), cert["tls.crt"], cert["tls.key"])
         # Every member's client URL, as etcd-main's client Service would reach them all: an
         # apiserver started with the members known so far keeps that list for its lifetime, and
         # loses etcd when those few are cut off while the others are fine.
@@ -328,7 +354,7 @@ class Agent:
         if not main:
             raise NotYet("no etcd-main member is scheduled yet")
         return kube_apiserver_command(self.args.kube_apiserver, main, ip, 443, pki_files(pki), pki / "certs",
-                                      "10.0.0.0/24", events_servers=events)
+                                      "10.0.0.0/24", events_servers=events, etcd_tls=client)
 
     def _client_urls(self, namespace: str, sts: str, zones: set[str] | None = None) -> list[str]:
         """Client URLs of every member of a StatefulSet (only those in `zones`, when given); a member
@@ -345,12 +371,13 @@ class Agent:
         base = (spec.template.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
         if base is None:
             return []
+        scheme = "https" if etcd_tls.SERVER_TLS_VOLUME in etcd_tls.mounted(spec.template.spec) else "http"
         urls = []
         for k in range(spec.replicas or 0):
             zone = self._zone_of(namespace, f"{sts}-{k}")
             if zone is not None:
                 if zones is None or zone in zones:
-                    urls.append(f"http://{self.subnets[zone]}.{int(base) + k}:2379")
+                    urls.append(f"{scheme}://{self.subnets[zone]}.{int(base) + k}:2379")
             elif not self._unschedulable(namespace, f"{sts}-{k}"):
                 raise NotYet(f"member {sts}-{k} is not scheduled yet, so its address is not known")
         return urls
@@ -550,7 +577,7 @@ def _healthy(kind: str, ip: str) -> bool:
         except OSError:
             return False
     if kind == "etcd":
-        url, context = f"http://{ip}:2379/health", None
+        url, context = f"http://{ip}:{ETCD_METRICS_PORT}/health", None  # plain HTTP also when clients need TLS
     else:
         url, context = f"https://{ip}:443/readyz", ssl._create_unverified_context()
     try:

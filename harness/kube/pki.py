@@ -80,6 +80,7 @@ def _sign(
     *,
     ca: bool = False,
     usage: x509.ObjectIdentifier | None = None,
+    usages: list[x509.ObjectIdentifier] | None = None,
     sans: list[x509.GeneralName] | None = None,
 ) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
@@ -101,25 +102,34 @@ def _sign(
         builder = builder.add_extension(
             x509.KeyUsage(True, False, True, False, False, False, False, False, False), critical=True
         )
-    if usage is not None:
-        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    if usage is not None or usages:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(usages or [usage]), critical=False)
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
     return builder.sign(issuer_key, hashes.SHA256())
 
 
-def generate_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
-    """CA, API server serving cert, service-account key pair and a system:masters client cert."""
+def _require_cryptography() -> None:
     if _CRYPTOGRAPHY_MISSING is not None:
         raise PrerequisiteError(
             f"the Python package 'cryptography' is needed for the control plane's certificates "
             f"({_CRYPTOGRAPHY_MISSING}); install the harness with its dependencies (pip install cryptography)"
         )
+
+
+def _new_ca(cn: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _key()
+    return _sign(_name(cn), key.public_key(), _name(cn), key, ca=True), key
+
+
+def generate_pki(directory: Path, extra_ips: tuple[str, ...] = (), etcd: EtcdNames | None = None) -> Pki:
+    """CA, API server serving cert, service-account key pair and a system:masters client cert;
+    with `etcd`, also etcd's server, peer and client certificates signed by the same CA (the
+    shoot's CA, as GEP-20's control plane has it)."""
+    _require_cryptography()
     directory.mkdir(parents=True, exist_ok=True)
     pki = pki_files(directory)
-    ca_key = _key()
-    ca_name = _name("ha-harness-kube-ca")
-    ca = _sign(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
+    ca, ca_key = _new_ca("ha-harness-kube-ca")
     _write_cert(pki.ca_cert, ca)
 
     server_key = _key()
@@ -129,7 +139,7 @@ def generate_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
     ]
     sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in dict.fromkeys(("127.0.0.1", _KUBERNETES_SERVICE_IP, *extra_ips))]
     server = _sign(
-        _name("kube-apiserver"), server_key.public_key(), ca_name, ca_key, usage=ExtendedKeyUsageOID.SERVER_AUTH, sans=sans
+        _name("kube-apiserver"), server_key.public_key(), ca.subject, ca_key, usage=ExtendedKeyUsageOID.SERVER_AUTH, sans=sans
     )
     _write_cert(pki.apiserver_cert, server)
     _write_key(pki.apiserver_key, server_key)
@@ -139,7 +149,7 @@ def generate_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
     admin = _sign(
         _name("ha-harness-admin", "system:masters"),
         admin_key.public_key(),
-        ca_name,
+        ca.subject,
         ca_key,
         usage=ExtendedKeyUsageOID.CLIENT_AUTH,
     )
@@ -151,7 +161,65 @@ def generate_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
     pki.sa_public_key.write_bytes(
         sa_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
+    if etcd is not None:
+        _etcd_certificates(directory, ca, ca_key, etcd)
     return pki
+
+
+@dataclass(frozen=True)
+class EtcdNames:
+    """Every name and address an etcd member may be dialled at: its serving and peer certificates
+    name them all (a member rescheduled elsewhere keeps working with the same certificates)."""
+
+    ips: tuple[str, ...]
+    dns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EtcdPki:
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    peer_cert: Path
+    peer_key: Path
+    client_cert: Path
+    client_key: Path
+
+
+def etcd_pki_files(directory: Path) -> EtcdPki:
+    return EtcdPki(ca=directory / "ca.crt", server_cert=directory / "etcd-server.crt", server_key=directory / "etcd-server.key",
+                   peer_cert=directory / "etcd-peer.crt", peer_key=directory / "etcd-peer.key",
+                   client_cert=directory / "etcd-client.crt", client_key=directory / "etcd-client.key")
+
+
+def generate_etcd_pki(directory: Path, names: EtcdNames) -> EtcdPki:
+    """An etcd cluster's own CA and its server, peer and client certificates (the region's etcd)."""
+    _require_cryptography()
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = _new_ca("ha-harness-etcd-ca")
+    _write_cert(etcd_pki_files(directory).ca, ca)
+    return _etcd_certificates(directory, ca, ca_key, names)
+
+
+def _etcd_certificates(directory: Path, ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey,
+                       names: EtcdNames) -> EtcdPki:
+    files = etcd_pki_files(directory)
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dict.fromkeys(("localhost", *names.dns))]
+    sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in dict.fromkeys(("127.0.0.1", *names.ips))]
+    # Both usages for the serving certificates, as Gardener issues etcd's: a peer certificate is also
+    # the member's client certificate towards the others (--peer-client-cert-auth), and etcd's own
+    # JSON gateway calls its gRPC server with the serving certificate (--client-cert-auth).
+    both = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+    for cert, key, cn, usages, with_sans in (
+        (files.server_cert, files.server_key, "etcd-server", both, True),
+        (files.peer_cert, files.peer_key, "etcd-peer", both, True),
+        (files.client_cert, files.client_key, "etcd-client", [ExtendedKeyUsageOID.CLIENT_AUTH], False),
+    ):
+        private = _key()
+        _write_cert(cert, _sign(_name(cn), private.public_key(), ca.subject, ca_key, usages=usages,
+                                sans=sans if with_sans else None))
+        _write_key(key, private)
+    return files
 
 
 def _b64(path: Path) -> str:

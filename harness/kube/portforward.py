@@ -43,10 +43,6 @@ class PortForward:
         self._closed = False
         threading.Thread(target=self._accept, name=f"port-forward {namespace}/{pod}:{port}", daemon=True).start()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.local_port}"
-
     def close(self) -> None:
         """Stop listening and cut every connection still forwarded."""
         self._closed = True

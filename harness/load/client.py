@@ -79,23 +79,48 @@ def never_sent(message: str) -> bool:
 LIBRARIES = ("pyetcd", "etcd3")  # etcd3 only for comparison (benchmarks/etcd_clients.py)
 
 
-class KV:
-    """One member endpoint (`http://host:port`), gRPC. Every call returns (revision, what it read)."""
+@dataclass(frozen=True)
+class ClientTls:
+    """Files of a client certificate and the CA of the members' serving certificates;
+    `server_name`: the name to check in them instead of the address dialled (a port-forward)."""
 
-    def __init__(self, url: str, timeout: float | None = TIMEOUT_S, library: str = "pyetcd") -> None:
+    ca: str
+    cert: str
+    key: str
+    server_name: str | None = None
+
+
+class KV:
+    """One member endpoint (`http://host:port`, or `https://` with `tls`), gRPC. Every call
+    returns (revision, what it read)."""
+
+    def __init__(self, url: str, timeout: float | None = TIMEOUT_S, library: str = "pyetcd",
+                 tls: ClientTls | None = None) -> None:
         parts = urlsplit(url if "//" in url else f"http://{url}")
         host, port = parts.hostname or "127.0.0.1", parts.port or 2379
         self.url = url
+        if (parts.scheme == "https") != (tls is not None):
+            raise ValueError(f"{url}: an https:// member needs client TLS, an http:// one none")
+        options = [("grpc.max_receive_message_length", MAX_MESSAGE)]
+        if tls is not None and tls.server_name:
+            options.append(("grpc.ssl_target_name_override", tls.server_name))
         if library == "etcd3":  # same API; needs PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python on current protobuf
             import etcd3
 
-            self.client = etcd3.client(host, port, timeout=timeout,
-                                       grpc_options=[("grpc.max_receive_message_length", MAX_MESSAGE)])
+            files = {"ca_cert": tls.ca, "cert_cert": tls.cert, "cert_key": tls.key} if tls else {}
+            self.client = etcd3.client(host, port, timeout=timeout, grpc_options=options, **files)
             return
+        import grpc
         import pyetcd
 
-        endpoint = pyetcd.Endpoint(host, port, secure=False, time_retry=0,
-                                   opts=[("grpc.max_receive_message_length", MAX_MESSAGE)])
+        creds = None
+        if tls is not None:
+            def read(path: str) -> bytes:
+                with open(path, "rb") as f:
+                    return f.read()
+
+            creds = grpc.ssl_channel_credentials(read(tls.ca), read(tls.key), read(tls.cert))
+        endpoint = pyetcd.Endpoint(host, port, secure=tls is not None, creds=creds, time_retry=0, opts=options)
         self.client = pyetcd.MultiEndpointEtcd3Client([endpoint], timeout=timeout)
 
     @_wrap(write=True)

@@ -16,6 +16,13 @@ on the machine's monotonic clock) and one when it returned (return time, outcome
 that may or may not have happened -, revision, value read, keys a delete removed); an operation
 whose process stopped before it returned has only the first. Watchers write every response they
 get. Written values are unique.
+
+Distributed (`--master` and `--worker`, on other machines): a worker shares no filesystem with its
+master, so it ships its lines to the master in locust's custom messages ("history"), which
+appends them under the worker's own file name in the master's --history-dir. When the master
+stops, every worker stops its users and ships the rest, then says how many lines it sent
+("history_done"); the master waits for that and writes what each worker sent and what arrived
+(workers.json), from which the harness tells a complete history from a shorter one.
 """
 
 from __future__ import annotations
@@ -23,17 +30,26 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
+import gevent
+import gevent.lock
 from locust import User, constant_throughput, events, task
+from locust.runners import STATE_MISSING, STATE_STOPPED, MasterRunner, WorkerRunner
+from locust.stats import CSV_STATS_INTERVAL_SEC
 
-from harness.load.client import KV, LIBRARIES, KVError
+from harness.load.client import KV, LIBRARIES, ClientTls, KVError
 from harness.load.history import tag
+from harness.load.runner import WORKERS_ACCOUNT
 
 PROFILES = ("put", "write", "range", "mixed")
 RANGE_KEYS = 1000
+SHIP_EVERY_S = 0.5  # a worker's history lines leave in batches this often
+GATHER_WAIT_S = 10.0  # beyond --stop-timeout, how long the master waits for a worker's last lines
+HISTORY_FILE = re.compile(r"ops-[\w.-]+\.jsonl")
 
 
 @events.init_command_line_parser.add_listener
@@ -44,26 +60,152 @@ def _(parser: Any) -> None:
     parser.add_argument("--key-prefix", default="/load/", help="keys are written under this prefix")
     parser.add_argument("--history-dir", default="", help="record every operation and watch event here")
     parser.add_argument("--etcd-client", choices=LIBRARIES, default="pyetcd", help="client library (comparison only)")
+    parser.add_argument("--etcd-ca", default="", help="https:// hosts: the CA of the members' serving certificates")
+    parser.add_argument("--etcd-cert", default="", help="https:// hosts: the client certificate")
+    parser.add_argument("--etcd-key", default="", help="https:// hosts: the client certificate's key")
+    parser.add_argument("--etcd-server-name", default="",
+                        help="https:// hosts: the name to check in the serving certificates (default: the host's)")
     parser.add_argument("--shared-keys", type=int, default=0,
                         help="mixed: every user reads and writes these many keys in common (0: keys of its own)")
     parser.add_argument("--watch-host", default="",
                         help="with WatchUser: the endpoints the watchers use, comma-separated, one watcher each "
                              "(default: the first host)")
+    parser.add_argument("--rate-users", type=int, default=0,
+                        help="users --rate is shared by (default: -u; the master passes it on to its workers)")
+
+
+def _origin(environment: Any) -> tuple[int, str]:
+    """This process among all of the run's: a number for client ids, a tag for file and watcher
+    names. A worker's pid may repeat on another machine; its index, given by the master, does not."""
+    runner, pid = environment.runner, os.getpid()
+    if isinstance(runner, WorkerRunner) and runner.worker_index >= 0:
+        return (runner.worker_index + 1) * 10**7 + pid, f"w{runner.worker_index}-{pid}"
+    return pid, str(pid)
 
 
 class _History:
-    """One JSONL file per process; lines are written whole, so readers never see half a record."""
+    """One JSONL file per process; lines are written whole, so readers never see half a record.
+    A worker's lines go to its master instead (`ship`)."""
 
     file: TextIO | None = None
+    name = ""  # ops-<origin>.jsonl
+    worker: WorkerRunner | None = None
+    lock: Any = None
+    pending: list[str] = []
+    sent = 0
 
     @classmethod
     def write(cls, directory: str, record: dict[str, Any]) -> None:
         if not directory:
             return
+        if not cls.name:  # a worker's index comes with the master's first answer
+            cls.name = f"ops-{_origin(cls.worker.environment)[1] if cls.worker else os.getpid()}.jsonl"
+        if cls.worker is not None:
+            cls.pending.append(json.dumps(record))
+            return
         if cls.file is None:
             Path(directory).mkdir(parents=True, exist_ok=True)
-            cls.file = open(Path(directory) / f"ops-{os.getpid()}.jsonl", "a", buffering=1)
+            cls.file = open(Path(directory) / cls.name, "a", buffering=1)
         cls.file.write(json.dumps(record) + "\n")
+
+    @classmethod
+    def ship(cls, last: bool = False) -> None:
+        """A worker's pending lines to the master; `last`: then its own statistics and how many
+        lines it sent in all, so that once the master has that, it has everything before it
+        (one connection keeps the order; the lock keeps two greenlets' sends from interleaving)."""
+        assert cls.worker is not None
+        with cls.lock:
+            lines, cls.pending = cls.pending, []
+            if lines:
+                cls.sent += len(lines)
+                cls.worker.send_message("history", {"file": cls.name, "lines": lines})
+            if last:
+                cls.worker._send_stats()  # locust sends its last ones only when quitting, its master maybe gone
+                cls.worker.send_message("history_done", {"file": cls.name, "sent": cls.sent})
+
+    @classmethod
+    def shipping(cls, worker: WorkerRunner) -> None:
+        cls.worker, cls.lock = worker, gevent.lock.Semaphore()
+
+        def every() -> None:
+            while True:
+                gevent.sleep(SHIP_EVERY_S)
+                cls.ship()
+
+        def stop_and_ship(**_: Any) -> None:
+            if worker.state == STATE_STOPPED:
+                cls.ship(last=True)
+            else:  # its users first (test_stop then ships the rest): what they record while stopping goes too
+                worker.stop()
+
+        gevent.spawn(every)
+        # Sent by the master when it stops (_Gather); test_stop also ends a worker stopped another way.
+        worker.register_message("history_stop", stop_and_ship, concurrent=True)
+        worker.environment.events.test_stop.add_listener(lambda **_: cls.ship(last=True))
+
+
+class _Gather:
+    """The master's side: each worker's lines appended to its file in --history-dir, and an account
+    of what every worker that connected sent and what arrived (WORKERS_ACCOUNT), for the harness to check."""
+
+    def __init__(self, runner: MasterRunner, directory: Path) -> None:
+        self.runner, self.directory = runner, directory
+        self.workers: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, TextIO] = {}
+        directory.mkdir(parents=True, exist_ok=True)
+        runner.register_message("history", self.lines)
+        runner.register_message("history_done", self.done)
+        events.worker_connect.add_listener(self.connected)
+        events.test_stopping.add_listener(self.gather)
+
+    def _worker(self, node: str) -> dict[str, Any]:
+        return self.workers.setdefault(node, {"index": self.runner.get_worker_index(node), "file": None,
+                                              "received": 0, "sent": None})
+
+    def connected(self, client_id: str, **_: Any) -> None:
+        self._worker(client_id)
+        self._account(final=False)
+
+    def lines(self, msg: Any, **_: Any) -> None:
+        name, lines = msg.data["file"], msg.data["lines"]
+        if not HISTORY_FILE.fullmatch(name):
+            raise ValueError(f"worker {msg.node_id} named a history file {name!r}")
+        if name not in self.files:
+            self.files[name] = open(self.directory / name, "a", buffering=1)
+        self.files[name].write("".join(line + "\n" for line in lines))
+        worker = self._worker(msg.node_id)
+        worker["file"], worker["received"] = name, worker["received"] + len(lines)
+
+    def done(self, msg: Any, **_: Any) -> None:
+        worker = self._worker(msg.node_id)
+        worker["file"], worker["sent"] = msg.data["file"] or worker["file"], msg.data["sent"]
+
+    def _awaited(self, node: str) -> bool:
+        """Not yet done, and not gone silent (a killed worker is not waited for)."""
+        client = self.runner.clients.get(node)
+        return self.workers[node]["sent"] is None and not (client is not None and client.state == STATE_MISSING)
+
+    def gather(self, **_: Any) -> None:
+        """The master is stopping, its workers still run: they stop and ship the rest, and
+        the master waits for each one's end before it quits (quitting gives them 0.5 s)."""
+        self.runner.send_message("history_stop")
+        deadline = time.monotonic() + (self.runner.environment.stop_timeout or 0) + GATHER_WAIT_S
+        while any(self._awaited(n) for n in self.workers) and time.monotonic() < deadline:
+            gevent.sleep(0.1)
+        gevent.sleep(CSV_STATS_INTERVAL_SEC)  # a turn of locust's CSV writer with the workers' last statistics
+        for f in self.files.values():
+            f.close()
+        self.files.clear()
+        self._account(final=True)
+
+    def _account(self, final: bool) -> None:
+        path = self.directory / WORKERS_ACCOUNT
+        path.with_suffix(".tmp").write_text(json.dumps({"final": final, "workers": self.workers}))
+        path.with_suffix(".tmp").replace(path)  # whole, for a reader polling it
+
+
+def _tls(opts: Any) -> ClientTls | None:
+    return ClientTls(opts.etcd_ca, opts.etcd_cert, opts.etcd_key, opts.etcd_server_name or None) if opts.etcd_ca else None
 
 
 class EtcdUser(User):
@@ -78,17 +220,17 @@ class EtcdUser(User):
         self.opts = opts
         hosts = [h for h in (environment.host or "http://127.0.0.1:2379").split(",") if h]
         EtcdUser._next_id += 1
-        self.client_id = os.getpid() * 1000 + EtcdUser._next_id
-        self.kv = KV(hosts[EtcdUser._next_id % len(hosts)], library=opts.etcd_client)
+        self.client_id = _origin(environment)[0] * 1000 + EtcdUser._next_id
+        self.kv = KV(hosts[EtcdUser._next_id % len(hosts)], library=opts.etcd_client, tls=_tls(opts))
         self.seq = 0
         self.ops = 0
         self.pad = "x" * max(0, opts.value_size - 32)
         self.written: list[str] = []
 
     def wait_time(self) -> float:  # type: ignore[override]
-        # -u is the run's total: with --processes each worker runs a share of the users, and
-        # dividing by a worker's own count would aim every worker at the whole rate.
-        users = max(1, int(getattr(self.opts, "num_users", 0) or 1))
+        # -u is the run's total: each worker runs a share of the users, and dividing by a
+        # worker's own count would aim every worker at the whole rate.
+        users = max(1, self.opts.rate_users or int(getattr(self.opts, "num_users", 0) or 1))
         return constant_throughput(self.opts.rate / users)(self)
 
     def on_stop(self) -> None:
@@ -198,13 +340,13 @@ class WatchUser(User):
         hosts = [h for h in (self.opts.watch_host or (environment.host or "").split(",")[0]).split(",") if h]
         WatchUser._next += 1
         self.host = hosts[(WatchUser._next - 1) % len(hosts)]
-        self.watcher = f"{os.getpid()}-watch-{WatchUser._next}"
+        self.watcher = f"{_origin(environment)[1]}-watch-{WatchUser._next}"
         self.next_revision = 0
         self.responses = 0
 
     @task
     def watch(self) -> None:
-        kv = KV(self.host, timeout=None, library=self.opts.etcd_client)
+        kv = KV(self.host, timeout=None, library=self.opts.etcd_client, tls=_tls(self.opts))
         write = lambda record: _History.write(self.opts.history_dir, {"watch": self.watcher, **record,  # noqa: E731
                                                                        "at": time.monotonic()})
         try:
@@ -235,3 +377,11 @@ def _(environment: Any, **_: Any) -> None:
     import grpc.experimental.gevent as grpc_gevent
 
     grpc_gevent.init_gevent()
+    runner, opts = environment.runner, environment.parsed_options
+    if isinstance(runner, WorkerRunner):
+        _History.shipping(runner)
+        return
+    if not opts.rate_users:  # a custom option: the master's goes to its workers with their users
+        opts.rate_users = opts.num_users or 1
+    if isinstance(runner, MasterRunner) and opts.history_dir:
+        _Gather(runner, Path(opts.history_dir))

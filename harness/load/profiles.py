@@ -59,7 +59,7 @@ def resolve(name: str, etcd: EtcdCluster, processes: int = 1) -> tuple[LoadSpec,
     zone = hosts[0].zone if p.client == "same" else next(z for z in etcd.zones if z != hosts[0].zone)
     spec = LoadSpec(p.locust, p.rate, tuple(etcd.client_url(m.name, zone) for m in hosts), users=p.users,
                     processes=processes, watch_hosts=(etcd.client_url(follower.name, zone),) if p.watch == "follower" else (),
-                    key_prefix=RANGE_PREFIX if p.preload else "/load/")
+                    key_prefix=RANGE_PREFIX if p.preload else "/load/", tls=etcd.tls)
     if p.preload:
         _preload(etcd, follower.zone, p.preload)
     return spec, etcd.client_netns(zone)

@@ -7,6 +7,7 @@ needs one the environment lacks says so through `available()`.
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Collection
@@ -37,6 +38,24 @@ class Member:
     zone: str
     client_url: str
     peer_url: str
+
+
+@dataclass(frozen=True)
+class EtcdTls:
+    """What a client of an etcd serving over TLS, and checking its clients' certificates, needs:
+    the CA of the serving certificates and a client certificate signed by a CA the members trust.
+    `server_name`: the name checked in the serving certificate where the address dialled is not
+    in it (a port-forward on the harness's machine); None checks the address itself."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    server_name: str | None = None
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.ca))
+        context.load_cert_chain(str(self.cert), str(self.key))
+        return context
 
 
 @dataclass(frozen=True)
@@ -146,6 +165,7 @@ class EtcdCluster(Vantages, Protocol):
     config: Config
     zones: tuple[str, ...]
     members: tuple[Member, ...]
+    tls: EtcdTls | None  # None: plain HTTP; else every client (probes, load, HashKV) uses it
 
     def zone(self, name: str) -> str: ...
     def member(self, name: str) -> Member: ...

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from harness.errors import CapabilityMissing, HarnessError
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
-from harness.providers.base import Member, Topology
+from harness.providers.base import EtcdTls, Member, Topology
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ class EtcdView(Topology):
     """Statuses and leader of an etcd cluster; subclasses say how a client reaches a member."""
 
     config: Config
+    tls: EtcdTls | None = None
     # Set when this cluster stands in for the features' region on an environment without an etcd
     # of its own: a scenario naming the region's members (etcd-1) cannot run on it, and says so.
     stands_in_for_region: bool = False

@@ -11,13 +11,16 @@ relay pod created there on first use): its connections start in the zone and sha
 from __future__ import annotations
 
 import http.client
+import tempfile
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from harness.errors import EnvironmentStateError
 from harness.etcd_gateway import EtcdClient
-from harness.kube import cluster, vantage
+from harness.kube import cluster, etcd_tls, vantage
 from harness.kube.portforward import PortForward
+from harness.netns import NsHTTPSConnection
 from harness.probes import placement
 from harness.providers.base import Member, Seed
 from harness.providers.etcd_view import EtcdView, read_metrics
@@ -43,9 +46,14 @@ class KubeEtcd(EtcdView):
         missing = [p.name for p in pods if not (p.ip and p.node and p.zone and p.phase == "Running")]
         if not pods or missing:
             raise EnvironmentStateError(f"{name} in {namespace} is not running everywhere yet: {missing or 'no pods'}")
+        # The client certificate from the Secrets the members mount; private files, gone with this view.
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        self._tls_dir = tempfile.TemporaryDirectory(prefix=f"{namespace}-{name}-tls-", dir=config.state_dir)
+        self.tls = etcd_tls.client_tls(cluster.connect(seed.kube), namespace, name, Path(self._tls_dir.name))
+        self.scheme = "https" if self.tls else "http"
         self.forwards = {p.name: PortForward(seed.kube, namespace, p.name, CLIENT_PORT) for p in pods}
         self.members = tuple(
-            Member(p.name, p.node, p.zone, self.forwards[p.name].url, f"http://{p.ip}:2380")  # type: ignore[arg-type]
+            Member(p.name, p.node, p.zone, self._url(self.forwards[p.name]), f"{self.scheme}://{p.ip}:2380")  # type: ignore[arg-type]
             for p in pods
         )
         self._lock = threading.Lock()
@@ -63,11 +71,14 @@ class KubeEtcd(EtcdView):
     def client_url(self, member: str, via_zone: str | None = None) -> str:
         """The URL a client standing in `via_zone` (None: outside every zone) uses for `member`."""
         m = self.member(member)
-        return m.client_url if via_zone is None else self._through(via_zone)[m.name].url
+        return m.client_url if via_zone is None else self._url(self._through(via_zone)[m.name])
+
+    def _url(self, forward: PortForward) -> str:
+        return f"{self.scheme}://127.0.0.1:{forward.local_port}"
 
     def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
         """A client of one member, from `via_zone`'s vantage point or (None) from outside every zone."""
-        return EtcdClient(self.client_url(member, via_zone), None, timeout or self.config.timeouts.status_request)
+        return EtcdClient(self.client_url(member, via_zone), None, timeout or self.config.timeouts.status_request, self.tls)
 
     def reach(self, zone: str | None, host: str, port: int) -> tuple[str, int, str | None]:
         """Outside every zone: `host:port` itself; from a zone: a local forward through its vantage pod."""
@@ -108,8 +119,11 @@ class KubeEtcd(EtcdView):
         return address
 
     def metrics(self, member: str) -> str:
-        port = self.forwards[self.member(member).name].local_port
-        return read_metrics(http.client.HTTPConnection("127.0.0.1", port, timeout=self.config.timeouts.status_request * 4))
+        port, timeout = self.forwards[self.member(member).name].local_port, self.config.timeouts.status_request * 4
+        if self.tls is None:
+            return read_metrics(http.client.HTTPConnection("127.0.0.1", port, timeout=timeout))
+        return read_metrics(NsHTTPSConnection(self.tls.server_name or "127.0.0.1", port, timeout, None, self.tls.context(),
+                                              dial=("127.0.0.1", port)))
 
     def wait_healthy(self, timeout: float | None = None, members: list[str] | None = None,
                      max_lag: int = 20) -> object:
@@ -119,3 +133,4 @@ class KubeEtcd(EtcdView):
         for forward in [*self.forwards.values(), *(f for via in self._via.values() for f in via.values()),
                         *self._reached.values()]:
             forward.close()
+        self._tls_dir.cleanup()

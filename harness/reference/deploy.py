@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import CapabilityMissing, ConfigError
-from harness.kube import cluster
+from harness.kube import cluster, etcd_tls
 from harness.kube.agent import PKI_SECRET
 from harness.probes import placement
 from harness.probes.placement import PodPlacement
@@ -82,21 +82,40 @@ def settled(spec: ReferenceSpec, pods: list[PodPlacement]) -> str | None:
     return "; ".join(waiting) or None
 
 
-def shoot_pki(spec: ReferenceSpec, seed: Seed, address: str | None) -> dict[str, Any]:
-    """The shoot's own CA and keys, as a Secret the node agents hand to its kube-apiservers.
-    The serving certificate names the load balancer's `address`, where clients reach it."""
+def shoot_pki(spec: ReferenceSpec, seed: Seed, address: str | None) -> list[dict[str, Any]]:
+    """The shoot's own CA and keys, as a Secret the node agents hand to its kube-apiservers, and
+    etcd's server, peer and client certificates signed by the same CA (harness.kube.etcd_tls).
+    The API's serving certificate names the load balancer's `address`, where clients reach it."""
     import base64
     import tempfile
     from dataclasses import fields
 
-    from harness.kube.pki import generate_pki
+    from harness.kube.pki import EtcdNames, generate_pki
 
+    names = EtcdNames(_member_addresses(seed, spec), tuple(n for c in ETCDS for n in etcd_tls.dns_names(c, spec.namespace)))
     with tempfile.TemporaryDirectory() as tmp:
-        pki = generate_pki(Path(tmp), extra_ips=(address,) if address else ())
+        pki = generate_pki(Path(tmp), extra_ips=(address,) if address else (), etcd=names)
         files = [getattr(pki, f.name) for f in fields(pki)]
         data = {p.name: base64.b64encode(p.read_bytes()).decode() for p in files}
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": PKI_SECRET, "namespace": spec.namespace}, "data": data}
+        return [{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                 "metadata": {"name": PKI_SECRET, "namespace": spec.namespace}, "data": data},
+                *etcd_tls.secrets(spec.namespace, Path(tmp))]
+
+
+def _member_addresses(seed: Seed, spec: ReferenceSpec) -> tuple[str, ...]:
+    """Every address the local seed's node agents may give an etcd member: <zone subnet>.<its
+    StatefulSet's IP base + ordinal> in every zone with nodes (harness.kube.agent), so that the
+    certificates hold wherever the scheduler puts a member; and the nodes' own addresses, which
+    a member's peer connections leave from (etcd checks a peer's address against its certificate)."""
+    from kubernetes import client as k8s
+
+    with cluster.api_errors("listing nodes"):
+        nodes = k8s.CoreV1Api(cluster.connect(seed.kube)).list_node().items
+    own = sorted({a.address for n in nodes if (n.metadata.labels or {}).get(cluster.ZONE_LABEL)
+                  for a in n.status.addresses or [] if a.type == "InternalIP"})
+    subnets = sorted({a.rsplit(".", 1)[0] for a in own})
+    return (*own, *(f"{subnet}.{c.ip_base + k}" for c in COMPONENTS.values() if c.name in ETCDS and c.ip_base is not None
+                    for subnet in subnets for k in range(replicas(spec, c))))
 
 
 # How long a seed may take to publish the shoot API's load balancer (the local seed: within a second).
@@ -140,7 +159,7 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float) -> list[PodPlacement
         exposed = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "kube-apiserver"]
         apply(api, exposed)
         address = seed.shoot_api or _published_address(api, spec.namespace, PUBLISH_WAIT_S)
-        apply(api, [shoot_pki(spec, seed, address)])  # once: running kube-apiservers keep the CA they started with
+        apply(api, shoot_pki(spec, seed, address))  # once: running kube-apiservers keep the CA they started with
     apply(api, objects[1:])
     observed = wait_for(
         lambda: (pods := placement.observe(api, spec.namespace), settled(spec, pods)),

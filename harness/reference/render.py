@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.kube import etcd_tls
 from harness.kube.agent import ETCD_ZONES_ANNOTATION, IP_BASE_ANNOTATION
 from harness.kube.controlplane import AGENT_LABEL
 from harness.reference import conventions as conv
@@ -140,6 +141,11 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
             pod_meta["annotations"] = {IP_BASE_ANNOTATION: str(c.ip_base)}
         if c.name == "kube-apiserver" and spec.apiserver_etcd_zones:
             pod_meta.setdefault("annotations", {})[ETCD_ZONES_ANNOTATION] = ",".join(spec.apiserver_etcd_zones)
+        # etcd over TLS as etcd-druid runs it, with the certificates deploy() makes from the shoot's CA.
+        tls = etcd_tls.MEMBER_VOLUMES if c.name in ETCDS else etcd_tls.APISERVER_VOLUMES if c.name == "kube-apiserver" else {}
+        if tls:
+            pod_spec["volumes"] = etcd_tls.volumes(tls)
+            container["volumeMounts"] = [{"name": v, "mountPath": f"/var/etcd/ssl/{v}", "readOnly": True} for v in tls]
     workload: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": c.kind,
@@ -152,7 +158,7 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
         },
     }
     if c.kind == "StatefulSet":
-        container["volumeMounts"] = [{"name": c.name, "mountPath": "/var/etcd/data"}]
+        container["volumeMounts"] = [{"name": c.name, "mountPath": "/var/etcd/data"}, *container.get("volumeMounts", [])]
         claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": ETCD_VOLUME_SIZE}}}
         if spec.storage_class:
             claim["storageClassName"] = spec.storage_class

@@ -42,8 +42,8 @@ def _(loads: Any, etcd: EtcdCluster, rate: float, size: float, target: str, wher
     zone = {"its zone": member.zone,
             "another zone": next(z for z in etcd.zones if z != member.zone),
             "the other follower's zone": next((z for z in etcd.zones if z not in (member.zone, leader_zone)), "")}[where]
-    return loads.start(LoadSpec("put", rate, (etcd.client_url(member.name, zone),), int(size * 1024), key_prefix=_prefix()),
-                       etcd.client_netns(zone))
+    return loads.start(LoadSpec("put", rate, (etcd.client_url(member.name, zone),), int(size * 1024), key_prefix=_prefix(),
+                                tls=etcd.tls), etcd.client_netns(zone))
 
 
 @when(parsers.parse("cross-zone traffic is measured for {seconds:g} s"), target_fixture="traffic")
@@ -142,7 +142,7 @@ def _(loads: Any, etcd: EtcdCluster, target_zone: str, rate: float) -> Any:
     zone = next(z for z in etcd.zones if z != target_zone)
     watched = next(m for m in etcd.members if m.zone == zone)
     spec = LoadSpec("mixed", rate, tuple(etcd.client_url(m.name, zone) for m in etcd.members), users=20,
-                    watch_hosts=(etcd.client_url(watched.name, zone),), key_prefix=_prefix())
+                    watch_hosts=(etcd.client_url(watched.name, zone),), key_prefix=_prefix(), tls=etcd.tls)
     return loads.start(spec, etcd.client_netns(zone), fence_writer(etcd, zone))
 
 
@@ -158,7 +158,8 @@ def _(loads: Any, etcd: EtcdCluster, profile: str, rate: str, keys: str) -> Any:
     members = [next(m for m in etcd.members if m.zone == z) for z in etcd.zones if etcd.members_in(z)]
     fence = fence_writer(etcd, members[0].zone)
     return [loads.start(LoadSpec(profile, rate / len(members), (etcd.client_url(m.name, m.zone),), users=8,
-                                 shared_keys=keys, watch_hosts=(etcd.client_url(m.name, m.zone),), key_prefix=prefix),
+                                 shared_keys=keys, watch_hosts=(etcd.client_url(m.name, m.zone),), key_prefix=prefix,
+                                 tls=etcd.tls),
                         etcd.client_netns(m.zone), fence)
             for m in members]
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
+import shlex
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from harness.errors import HarnessError
 from harness.load.history import operations, watchers
 from harness.load.runner import LoadRun, LoadSpec
 from harness.probes.traffic import TrafficProbe
@@ -73,6 +80,63 @@ def test_locust_processes_share_one_load(region_env: LocalEnvironment, tmp_path:
     assert len(list((tmp_path / "history").glob("ops-*.jsonl"))) == 2, "one history file per worker process"
 
 
+def _per_file(history: Path) -> dict[str, tuple[int, int]]:
+    """Each history file's operations: (invoked, returned)."""
+    out = {}
+    for path in history.glob("ops-*.jsonl"):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        out[path.name] = (sum("kind" in r for r in records), sum("kind" not in r for r in records))
+    return out
+
+
+def test_a_distributed_load_gathers_every_workers_history_at_its_master(region_env: LocalEnvironment,
+                                                                         tmp_path: Path) -> None:
+    """The master in zone-a's client namespace; a worker the run starts in zone-b's, one started
+    "elsewhere" with the printed command in zone-c's. Every line a worker recorded up to its stop
+    reaches the master; a worker killed before the end makes the run say its history is short."""
+    ns = region_env.names.client_ns
+    spec = LoadSpec("mixed", 300, tuple(m.client_url for m in region_env.members), users=10, shared_keys=10,
+                    key_prefix="/it-dist/", workers=(ns("zone-b"),), expect_workers=1)
+    run = LoadRun(spec, ns("zone-a"), tmp_path / "whole", Timeline()).start()
+    assert run.master is not None and run.master[0] == region_env.names.client_address("zone-a")
+    command = shlex.split(run.worker_command())
+    assert command[:3] == ["python", "-m", "locust"] and "--worker" in command
+    elsewhere = subprocess.Popen(["ip", "netns", "exec", ns("zone-c"), sys.executable, *command[1:]],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        run.wait_started()
+        time.sleep(4)
+        stats = run.stop()
+        elsewhere.wait(10)
+    finally:
+        if elsewhere.poll() is None:
+            os.killpg(elsewhere.pid, signal.SIGKILL)
+    assert stats["failures"] == 0 and 200 <= stats["ops_per_s"] <= 360, stats  # --rate is both workers' total
+    files = _per_file(run.history_dir)
+    assert sorted(name.split("-")[1] for name in files) == ["w0", "w1"] and all(r for _, r in files.values()), files
+    # locust's statistics are the master's aggregate of both workers; the history has every one of
+    # those operations, and at most the users' last ones besides, in flight when they stopped.
+    assert sum(r for _, r in files.values()) == stats["requests"], (files, stats)
+    assert 0 <= sum(i for i, _ in files.values()) - stats["requests"] <= spec.users, (files, stats)
+    ops = operations(run.history_dir)
+    assert check(ops, tmp_path / "porcupine.html").ok  # one machine: one monotonic clock for both workers
+
+    two = LoadRun(dataclasses.replace(spec, expect_workers=0, workers=(ns("zone-b"), ns("zone-c"))), ns("zone-a"),
+                  tmp_path / "short", Timeline()).start()
+    two.wait_started()
+    os.killpg(two.worker_procs[1].pid, signal.SIGKILL)
+    time.sleep(1)
+    with pytest.raises(HarnessError, match=r"history is incomplete.*worker \d \(ops-w\d-\d+\.jsonl\) never said"):
+        two.stop()
+    assert two.event is not None and two.event.data["missing_history"]
+
+    nowhere = LoadRun(dataclasses.replace(spec, expect_workers=0, workers=("no-such-netns",)), ns("zone-a"),
+                      tmp_path / "nowhere", Timeline()).start()
+    with pytest.raises(HarnessError, match="locust exited .*no-such-netns"):
+        nowhere.wait_started()
+    assert nowhere.proc is not None and nowhere.proc.poll() is not None, "its master is not left waiting"
+
+
 def test_traffic_is_counted_per_zone_pair_at_the_router_and_in_the_metrics(region_env: LocalEnvironment,
                                                                             tmp_path: Path) -> None:
     probe = TrafficProbe(region_env)
@@ -108,6 +172,16 @@ def test_harness_load_and_measure_traffic_print_json() -> None:
     assert set(traffic["total_kib_s"]) == {"wire", "metrics"}
     bad = cli("--name", "lc", "load", "--profile", "gep-nonsense", "--seconds", "1")
     assert bad.returncode == 2 and "invalid choice: 'gep-nonsense'" in bad.stderr
+
+
+def test_harness_load_with_workers_in_other_zones(tmp_path: Path) -> None:
+    cli("--name", "lw", "down")
+    load = cli("--name", "lw", "load", "--profile", "gep-put-follower", "--seconds", "3", "--workers", "zone-b,zone-c",
+               "--out", str(tmp_path), "--json", check=True)
+    figures = json.loads(load.stdout)
+    assert figures["requests"] > 200 and figures["failures"] == 0, figures
+    (history,) = re.findall(r"history in (\S+)", load.stderr)
+    assert sorted(p.name.split("-")[1] for p in Path(history).glob("ops-*.jsonl")) == ["w0", "w1"], load.stderr
 
 
 def _harness_in_tmp() -> set[str]:

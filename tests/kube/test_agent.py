@@ -85,11 +85,12 @@ def test_the_shoot_api_answers_through_the_load_balancer(running: tuple[LocalEnv
 def test_the_seed_reaches_the_members_through_its_api_as_on_a_real_seed(
         running: tuple[LocalEnvironment, Seed, LocalRegion]) -> None:
     """The seed's API server proxies to a member's pod (its egress goes through the region's
-    router, harness.kube.egress_proxy): health on the client port, peer metrics on 2381."""
+    router, harness.kube.egress_proxy): health and peer metrics on 2381 (plain HTTP, as etcd-druid
+    serves them); the client port speaks TLS only, to clients with a certificate."""
     _, seed, _ = running
     api = cluster.connect(seed.kube)
     for member in ("etcd-main-0", "etcd-events-1"):
-        health = k8s.CoreV1Api(api).connect_get_namespaced_pod_proxy_with_path(f"{member}:2379", NS, "health")
+        health = k8s.CoreV1Api(api).connect_get_namespaced_pod_proxy_with_path(f"{member}:2381", NS, "health")
         assert json.loads(health) == {"health": "true", "reason": ""}, health
         metrics = k8s.CoreV1Api(api).connect_get_namespaced_pod_proxy_with_path(f"{member}:2381", NS, "metrics")
         assert "etcd_network_peer_sent_bytes_total" in metrics
@@ -101,7 +102,7 @@ def test_the_seed_reaches_the_members_through_its_api_as_on_a_real_seed(
 def test_every_apiserver_names_every_etcd_member(running: tuple[LocalEnvironment, Seed, LocalRegion]) -> None:
     env, seed, _ = running
     pods = placement.observe(cluster.connect(seed.kube), NS)
-    urls = {c: {f"http://{p.ip}:2379" for p in pods if p.component == c} for c in ("etcd-main", "etcd-events")}
+    urls = {c: {f"https://{p.ip}:2379" for p in pods if p.component == c} for c in ("etcd-main", "etcd-events")}
     assert all(len(u) == 3 for u in urls.values()), urls
     states = [json.loads(f.read_text()) for f in (env.config.state_dir / "ag").rglob("agent-*.json")]
     argvs = [r["argv"] for st in states for r in st.values() if r.get("kind") == "kube-apiserver"]
@@ -110,6 +111,7 @@ def test_every_apiserver_names_every_etcd_member(running: tuple[LocalEnvironment
         servers = next(a for a in argv if a.startswith("--etcd-servers=")).split("=", 1)[1].split(",")
         events = next(a for a in argv if a.startswith("--etcd-servers-overrides=")).split("#", 1)[1].split(";")
         assert set(servers) == urls["etcd-main"] and set(events) == urls["etcd-events"], argv
+        assert any(a.startswith("--etcd-certfile=") for a in argv) and any(a.startswith("--etcd-cafile=") for a in argv)
 
 
 def test_a_pod_marked_not_ready_by_the_node_controller_is_ready_again(

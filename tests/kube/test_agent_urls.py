@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from harness.kube import etcd_tls
 from harness.kube.agent import IP_BASE_ANNOTATION, ZONE_LABEL, Agent, NotYet
 
 SUBNETS = {"zone-a": "10.1.1", "zone-b": "10.1.2", "zone-c": "10.1.3"}
@@ -48,15 +49,19 @@ class FakeCore:
 
 
 class FakeApps:
+    def __init__(self, volumes: dict[str, str] | None = None) -> None:
+        self.volumes = [NS(name=v, secret=NS(secret_name=s)) for v, s in (volumes or {}).items()]
+
     def read_namespaced_stateful_set(self, name: str, namespace: str, **_: Any) -> Any:
         if name != "etcd-main":
             raise ApiException(status=404)
-        return NS(spec=NS(replicas=3, template=NS(metadata=NS(annotations={IP_BASE_ANNOTATION: "100"}))))
+        return NS(spec=NS(replicas=3, template=NS(metadata=NS(annotations={IP_BASE_ANNOTATION: "100"}),
+                                                  spec=NS(volumes=self.volumes))))
 
 
-def _agent(core: FakeCore) -> Agent:
+def _agent(core: FakeCore, apps: FakeApps | None = None) -> Agent:
     agent = Agent.__new__(Agent)
-    agent.core, agent.apps, agent.subnets = core, FakeApps(), SUBNETS
+    agent.core, agent.apps, agent.subnets = core, apps or FakeApps(), SUBNETS
     return agent
 
 
@@ -65,6 +70,12 @@ def test_every_member_is_named_once_all_are_scheduled() -> None:
     assert _agent(core)._client_urls("ns", "etcd-main") == [
         "http://10.1.1.100:2379", "http://10.1.2.101:2379", "http://10.1.3.102:2379"]
     assert _agent(core)._client_urls("ns", "etcd-events") == []  # no such StatefulSet: no override
+
+
+def test_members_that_mount_serving_certificates_are_dialled_over_tls() -> None:
+    core = FakeCore({f"etcd-main-{k}": _pod(f"etcd-main-{k}", f"zone-{z}-1") for k, z in enumerate("abc")}, {}, {})
+    assert _agent(core, FakeApps(etcd_tls.MEMBER_VOLUMES))._client_urls("ns", "etcd-main") == [
+        "https://10.1.1.100:2379", "https://10.1.2.101:2379", "https://10.1.3.102:2379"]
 
 
 def test_an_apiserver_waits_for_members_not_scheduled_yet() -> None:

@@ -3,6 +3,7 @@ through its kubeconfig. The same placement features run on it from a bare projec
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -10,7 +11,9 @@ from typing import Iterator
 
 import pytest
 
+from harness.etcd_gateway import EtcdClient, EtcdRequestError
 from harness.kube import cluster
+from harness.kube.pki import EtcdNames, generate_etcd_pki
 from harness.providers.base import Seed
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from tests.integration.conftest import cli, config_for, namespaces
@@ -146,8 +149,9 @@ def test_the_shoots_etcd_is_reached_through_the_seeds_api_wherever_its_pods_go(
 ) -> None:
     """Port-forwards through the seed's API server and the kubelet API of each member's node: the
     members answer, agree on a leader and serve their metrics, also to a client in a zone (through
-    that zone's vantage pod); a member whose pod is deleted is unreachable until its StatefulSet's
-    new pod runs, and is reached again through the same forward."""
+    that zone's vantage pod), over TLS with the client certificate of the members' Secrets (a
+    client without it is refused); a member whose pod is deleted is unreachable until its
+    StatefulSet's new pod runs, and is reached again through the same forward."""
     from kubernetes import client as k8s
 
     from harness.config import load_config
@@ -167,8 +171,13 @@ def test_the_shoots_etcd_is_reached_through_the_seeds_api_wherever_its_pods_go(
     try:
         statuses = etcd.wait_healthy()
         leader = etcd.leader(statuses)
-        assert leader is not None and all(m.client_url.startswith("http://127.0.0.1:") for m in etcd.members)
+        assert leader is not None and all(m.client_url.startswith("https://127.0.0.1:") for m in etcd.members)
+        assert etcd.tls is not None and etcd.tls.server_name == "etcd-main-client.shoot--harness--pf.svc"
         assert etcd.client(leader).put("/harness/pf", "through the API") > 0
+        stranger = generate_etcd_pki(tmp_path / "stranger", EtcdNames(()))  # a client of another CA
+        with pytest.raises(EtcdRequestError):  # the members check their clients' certificates
+            EtcdClient(etcd.client_url(leader), None, 2.0,
+                       dataclasses.replace(etcd.tls, cert=stranger.client_cert, key=stranger.client_key)).status()
         assert "etcd_server_has_leader 1" in etcd.metrics(etcd.members[0].name)
         # A client in zone-a: through a relay pod the scheduler put in zone-a.
         assert etcd.client(leader, "zone-a").get("/harness/pf") == b"through the API"

@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.command_lines import etcd_command
+from harness.command_lines import EtcdServingTls, etcd_command
 from harness.config import EtcdSettings
 from harness.kube.binaries import ETCD_VERSION as PINNED
 from harness.errors import PrerequisiteError
@@ -76,15 +76,17 @@ def find_etcd(settings: EtcdSettings) -> EtcdBinary:
 
 
 def member_args(
-    binary: EtcdBinary, member: Member, initial_cluster: str, data_dir: Path, settings: EtcdSettings, token: str
+    binary: EtcdBinary, member: Member, initial_cluster: str, data_dir: Path, settings: EtcdSettings, token: str,
+    tls: EtcdServingTls | None = None,
 ) -> list[str]:
-    address = member.client_url.split("//")[1].split(":")[0]
+    scheme, rest = member.client_url.split("://")
+    address = rest.split(":")[0]
     # `ip netns exec` and `env` both exec: the pid started is etcd's own.
     env = ["env", f"GOFAIL_HTTP={address}:{GOFAIL_PORT}"] if settings.failpoints else []
     args = [
         *env,
         *etcd_command(binary.path, member.name, data_dir, member.client_url, member.peer_url, initial_cluster, token,
-                      metrics_url=f"http://{address}:2381", also_listen=("http://127.0.0.1:2379",)),
+                      metrics_url=f"http://{address}:2381", also_listen=(f"{scheme}://127.0.0.1:2379",), tls=tls),
         f"--heartbeat-interval={settings.heartbeat_ms}",
         f"--election-timeout={settings.election_ms}",
     ]

@@ -18,7 +18,8 @@ from harness import netns
 from harness.config import Config, RegionSpec
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, Status
-from harness.providers.base import KubeAccess, Member, Node, Seed
+from harness.command_lines import EtcdServingTls
+from harness.providers.base import EtcdTls, KubeAccess, Member, Node, Seed
 from harness.providers.etcd_view import EtcdView, read_metrics
 from harness.providers.local import effects
 from harness.providers.local import etcd as etcdproc
@@ -75,8 +76,9 @@ class Names:
         return ns.startswith(f"{self.prefix}-")
 
 
-def plan(spec: RegionSpec) -> tuple[tuple[Node, ...], tuple[Member, ...]]:
+def plan(spec: RegionSpec, tls: bool = False) -> tuple[tuple[Node, ...], tuple[Member, ...]]:
     names = Names(spec)
+    scheme = "https" if tls else "http"
     nodes = tuple(
         Node(name=f"{zone}-{i + 1}", zone=zone, address=names.node_address(zone, i), host=names.host(zone, i))
         for zone in spec.zones
@@ -92,11 +94,19 @@ def plan(spec: RegionSpec) -> tuple[tuple[Node, ...], tuple[Member, ...]]:
                 name=f"etcd-{i}",
                 node=node.name,
                 zone=zone,
-                client_url=f"http://{node.address}:2379",
-                peer_url=f"http://{node.address}:2380",
+                client_url=f"{scheme}://{node.address}:2379",
+                peer_url=f"{scheme}://{node.address}:2380",
             )
         )
     return nodes, tuple(members)
+
+
+def region_tls(directory: Path) -> EtcdTls:
+    """The harness's client TLS to the region's members, from the certificates made at `up`."""
+    from harness.kube.pki import etcd_pki_files
+
+    files = etcd_pki_files(directory)
+    return EtcdTls(files.ca, files.client_cert, files.client_key)
 
 
 class EtcdMembers(EtcdView):
@@ -123,7 +133,7 @@ class EtcdMembers(EtcdView):
         (default: the member's own zone, like a sidecar next to it)."""
         m = self.member(member)
         zone = self.zone(via_zone) if via_zone else m.zone
-        return EtcdClient(m.client_url, self.names.client_ns(zone), timeout or self.config.timeouts.status_request)
+        return EtcdClient(m.client_url, self.names.client_ns(zone), timeout or self.config.timeouts.status_request, self.tls)
 
     def metrics(self, member: str) -> str:
         """The member's /metrics (its metrics listener, port 2381), read from its own zone."""
@@ -144,7 +154,8 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         self.state = state
         self.spec = RegionSpec(**{**state["spec"], "zones": tuple(state["spec"]["zones"])})
         self.names = Names(self.spec)
-        self.nodes, self.members = plan(self.spec)
+        self.tls = region_tls(Path(state["tls"])) if state.get("tls") else None
+        self.nodes, self.members = plan(self.spec, self.tls is not None)
         self.zones = self.spec.zones
         self.path = state_path(config.state_dir, self.spec.name)
 
@@ -427,7 +438,7 @@ class LocalRegion:
                 f"region {self.spec.name!r} already exists or a previous run left it behind: {', '.join(left)}; "
                 "run `harness down` to remove it"
             )
-        nodes, members = plan(self.spec)
+        nodes, members = plan(self.spec, self.config.etcd.tls)
         data_root = (self.config.disk_data_dir if self.spec.data_on_disk else self.config.data_dir) / self.spec.name
         medium = filesystem_of(data_root)
         if self.spec.data_on_disk and medium in MEMORY_FILESYSTEMS:
@@ -443,6 +454,8 @@ class LocalRegion:
             "namespaces": [],
             "data_dir": str(data_root),
             "data_medium": medium,
+            # The members' CA and certificates, made below (None: plain HTTP).
+            "tls": str(self.config.state_dir / self.spec.name / "etcd-pki") if self.config.etcd.tls else None,
             "members": {},
             "faults": [],
         }
@@ -504,8 +517,14 @@ class LocalRegion:
     ) -> None:
         initial = ",".join(f"{m.name}={m.peer_url}" for m in members)
         token = f"{self.spec.name}-{int(time.time())}"
+        serving = None
+        if env.state["tls"]:
+            from harness.kube.pki import EtcdNames, generate_etcd_pki
+
+            pki = generate_etcd_pki(Path(env.state["tls"]), EtcdNames(tuple(n.address for n in env.nodes)))
+            serving = EtcdServingTls(pki.ca, pki.server_cert, pki.server_key, pki.ca, pki.peer_cert, pki.peer_key)
         for m in members:
-            args = etcdproc.member_args(binary, m, initial, data_root / m.name, self.config.etcd, token)
+            args = etcdproc.member_args(binary, m, initial, data_root / m.name, self.config.etcd, token, serving)
             env.state["members"][m.name] = {
                 "ns": self.names.node_ns(m.node),
                 "args": args,

@@ -9,7 +9,7 @@ import signal
 from typing import Any
 
 from harness.errors import EnvironmentStateError, HarnessError
-from harness.kube import cluster
+from harness.kube import cluster, etcd_tls
 from harness.probes import placement
 from harness.providers.base import KubeAccess, Member, Seed
 from harness.providers.local.region import EtcdMembers, LocalEnvironment
@@ -48,8 +48,11 @@ class ShootEtcd(EtcdMembers):
         missing = [p.name for p in pods if not (p.ip and p.node and p.zone and p.phase == "Running")]
         if not pods or missing:
             raise EnvironmentStateError(f"{name} in {namespace} is not running everywhere yet: {missing or 'no pods'}")
+        self.tls = etcd_tls.client_tls(cluster.connect(seed.kube), namespace, name,
+                                        env.config.state_dir / env.spec.name / "etcd-tls" / f"{namespace}_{name}")
+        scheme = "https" if self.tls else "http"
         self.members = tuple(
-            Member(p.name, p.node, p.zone, f"http://{p.ip}:2379", f"http://{p.ip}:2380")  # type: ignore[arg-type]
+            Member(p.name, p.node, p.zone, f"{scheme}://{p.ip}:2379", f"{scheme}://{p.ip}:2380")  # type: ignore[arg-type]
             for p in pods
         )
 
