@@ -62,11 +62,13 @@ def _parser() -> argparse.ArgumentParser:
                                        "fault effects the harness tagged included)")
     heal.add_argument("--dry-run", action="store_true", help="list what heal would undo; change nothing")
     fault = sub.add_parser("fault", help="inject one fault and leave it applied until `harness heal` or its maximum duration")
-    fault.add_argument("kind", help="zone-outage, node-kill, node-freeze, node-link-down, member-kill, host-outage, "
+    fault.add_argument("kind", help="zone-outage, zone-link-cut, zone-link-loss, zone-link-mtu, zone-link-rate, "
+                                    "node-kill, node-freeze, node-link-down, member-kill, host-outage, "
                                     "pod-delete, node-cordon, node-drain, aws-zone-outage, aws-revoke-credentials, "
                                     "aws-instance-stop, aws-instance-terminate, aws-instance-reboot")
     fault.add_argument("target", nargs="?", default=None,
-                       help="a zone, node, host or member name, NAMESPACE/POD, an instance id, or (aws-revoke-credentials) "
+                       help="a zone, node, host or member name, NAMESPACE/POD, an instance id, (zone-link-*) zone pairs: "
+                            "ZONE>ZONE, ZONE<>ZONE, ZONE>*, *>ZONE, ZONE<>*, or (aws-revoke-credentials) "
                             "a user or role (default: the machine controller)")
     fault.add_argument("--zone", default=None, help="the target zone (the same as giving it as TARGET)")
     fault.add_argument("--scope", choices=["all", "availability-zone"], default=None,
@@ -75,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="aws-zone-outage: only the zone's subnets with this tag (repeatable)")
     fault.add_argument("--method", choices=["deny-policy", "deactivate-keys"], default=None,
                        help="aws-revoke-credentials: an explicit deny-all inline policy (default) or the access keys deactivated")
+    fault.add_argument("--loss-percent", type=float, default=None, help="zone-link-loss: share of the packets dropped")
+    fault.add_argument("--larger-than", type=int, default=None, help="zone-link-mtu: drop IP packets above this many bytes")
+    fault.add_argument("--rate-kbytes", type=int, default=None, help="zone-link-rate: drop what exceeds this many KiB/s")
+    fault.add_argument("--port", choices=["all", "peer", "client"], default=None,
+                       help="zone-link-*: only etcd's peer (2380) or client (2379) traffic (default: all)")
     fault.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
     fault.add_argument("--max-duration", type=float, default=None,
                        help="seconds after which the fault heals itself, even if the harness is gone (default: "
@@ -257,7 +264,9 @@ def _fault(env: Environment, args: argparse.Namespace) -> int:
     target = args.zone or args.target or ("machine-controller" if args.kind == "aws-revoke-credentials" else None)
     if target is None:
         raise ConfigError(f"fault {args.kind} needs a target (a zone, node, host, member, NAMESPACE/POD or instance)")
-    options: dict[str, Any] = {k: v for k, v in (("scope", args.scope), ("method", args.method)) if v is not None}
+    options: dict[str, Any] = {k: v for k, v in (("scope", args.scope), ("method", args.method),
+                                                  ("loss_percent", args.loss_percent), ("larger_than", args.larger_than),
+                                                  ("rate_kbytes", args.rate_kbytes), ("port", args.port)) if v is not None}
     if args.subnet_tag:
         bad = [t for t in args.subnet_tag if "=" not in t or not t.partition("=")[0]]
         if bad:

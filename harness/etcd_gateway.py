@@ -128,6 +128,10 @@ class EtcdClient:
         """Defragment this member's backend (it holds the member's writes while it runs)."""
         self.call("/v3/maintenance/defragment", {}, timeout=timeout)
 
+    def move_leader(self, member_id: int) -> None:
+        """Hand leadership to `member_id` (etcd's MoveLeader; asked of the current leader)."""
+        self.call("/v3/maintenance/transfer-leadership", {"targetID": str(member_id)}, timeout=max(self.timeout, 10.0))
+
     def status(self) -> Status:
         p = self.call("/v3/maintenance/status", {})
         return Status(

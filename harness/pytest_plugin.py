@@ -83,6 +83,7 @@ MARKERS = {
     "outage": "scenarios that take zones, nodes or members away",
     "zone_outage": "a whole zone is cut off at the router",
     "node_failure": "a node's processes are killed, frozen or its link goes down",
+    "grey": "grey network failures between zones: one direction, partial partitions, loss, MTU trouble",
     "quorum": "scenarios about etcd quorum loss and recovery",
     "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
     "traffic": "cross-zone traffic between etcd members, measured at the router and from their metrics",

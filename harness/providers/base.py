@@ -10,7 +10,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harness.errors import CapabilityMissing, ConfigError
@@ -287,6 +287,46 @@ class PeerNetwork(Protocol):
 
     def peer_cut_effect(self, member: str, data: dict[str, Any]) -> dict[str, Any] | None:
         """Evidence the member's peer traffic is being dropped, None while none is seen."""
+
+
+PORTS = {"all": (), "peer": (2380,), "client": (2379,)}  # what a link impairment may be narrowed to
+
+
+@dataclass(frozen=True)
+class LinkImpairment:
+    """What happens to packets on a path from one zone to another: all dropped (a cut), a share of
+    them dropped at random, those larger than a size dropped (MTU trouble), those beyond a rate
+    dropped (a policer: TCP backs off to it); `port`: only etcd's peer or client traffic."""
+
+    loss_percent: float | None = None
+    larger_than: int | None = None
+    rate_kbytes: int | None = None
+    port: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.port not in PORTS:
+            raise ConfigError(f"unknown port {self.port!r}; accepted: {', '.join(PORTS)}")
+        if self.loss_percent is not None and not 0 < self.loss_percent <= 100:
+            raise ConfigError(f"a loss is a percentage above 0 and up to 100, got {self.loss_percent}")
+        if self.larger_than is not None and not 28 <= self.larger_than < 65535:
+            raise ConfigError(f"a packet size is 28 to 65534 bytes (an IP header and up), got {self.larger_than}")
+        if self.rate_kbytes is not None and self.rate_kbytes < 1:
+            raise ConfigError(f"a rate limit is at least 1 KiB/s, got {self.rate_kbytes}")
+        if sum(x is not None for x in (self.loss_percent, self.larger_than, self.rate_kbytes)) > 1:
+            raise ConfigError("one impairment per fault: a loss, a size or a rate (compose faults for more)")
+
+
+@runtime_checkable
+class ZoneLinks(Protocol):
+    """Environments that can impair the paths between zones one ordered pair at a time (a
+    router between them): one-way cuts, partial partitions, loss, MTU trouble, rate limits."""
+
+    def impair_links(self, paths: Sequence[tuple[str, str]], impairment: LinkImpairment,
+                     run_id: str) -> dict[str, Any]: ...
+    def restore_links(self, data: dict[str, Any]) -> None: ...
+
+    def links_effect(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Evidence packets on the paths are being dropped (per path), None while none is seen."""
 
 
 @runtime_checkable

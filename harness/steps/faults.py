@@ -78,6 +78,47 @@ def _restore(faults: FaultRunner, timeline: Timeline, outage: Outage, targets: l
     return outage
 
 
+def _links(etcd: EtcdCluster, faults: FaultRunner, kind: str, target: str, options: dict[str, Any],
+           zones_down: list[str]) -> Outage:
+    outage = apply_faults(etcd, faults, [(kind, target, options)])
+    outage.zones_down = zones_down
+    return outage
+
+
+@when(parsers.re(r"the target zone can no longer (?P<how>send to|hear from) the other zones"), target_fixture="outage")
+def _(etcd, faults, target_zone: str, how: str) -> Outage:
+    """One way only: its egress (it still hears the others) or its ingress (they still hear it)."""
+    target = f"{target_zone}>*" if how == "send to" else f"*>{target_zone}"
+    return _links(etcd, faults, "zone-link-cut", target, {}, [target_zone])
+
+
+@when(parsers.parse('zone "{a}" can no longer send to zone "{b}"'), target_fixture="outage")
+def _(etcd, faults, a: str, b: str) -> Outage:
+    return _links(etcd, faults, "zone-link-cut", f"{a}>{b}", {}, [])
+
+
+@when(parsers.parse('zones "{a}" and "{b}" can no longer reach each other'), target_fixture="outage")
+def _(etcd, faults, a: str, b: str) -> Outage:
+    """A bridge partition: both still see the third zone."""
+    return _links(etcd, faults, "zone-link-cut", f"{a}<>{b}", {}, [])
+
+
+@when(parsers.parse('zone "{a}" loses {percent:g} % of its packets to zone "{b}"'), target_fixture="outage")
+def _(etcd, faults, a: str, b: str, percent: float) -> Outage:
+    return _links(etcd, faults, "zone-link-loss", f"{a}>{b}", {"loss_percent": percent}, [])
+
+
+@when(parsers.parse('packets larger than {size:d} bytes are dropped between zones "{a}" and "{b}"'),
+      target_fixture="outage")
+def _(etcd, faults, a: str, b: str, size: int) -> Outage:
+    return _links(etcd, faults, "zone-link-mtu", f"{a}<>{b}", {"larger_than": size}, [])
+
+
+@when("the links come back", target_fixture="outage")
+def _(faults, timeline, outage: Outage) -> Outage:
+    return _restore(faults, timeline, outage, None)
+
+
 @when(parsers.parse("the outage lasts {seconds:g} s"))
 def _(outage: Outage, seconds: float) -> None:
     time.sleep(seconds)

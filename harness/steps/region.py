@@ -9,6 +9,7 @@ from pytest_bdd import given, parsers
 from harness.errors import ConfigError
 from harness.probes.availability import AvailabilityProbe
 from harness.providers.base import EtcdCluster, Environment
+from harness.wait import wait_for
 
 
 @given(parsers.parse("a healthy region with {members:d} etcd members spread over {zones:d} zones"), target_fixture="etcd")
@@ -86,6 +87,26 @@ def _(etcd: EtcdCluster) -> str:
 @given(parsers.parse('zone "{zone}" is the target zone'), target_fixture="target_zone")
 def _(env: Environment, zone: str) -> str:
     return env.zone(zone)
+
+
+@given(parsers.parse('the etcd leader is in zone "{zone}"'))
+def _(etcd: EtcdCluster, zone: str) -> None:
+    """Leadership handed to the zone's member if another one leads (etcd's MoveLeader)."""
+    statuses = etcd.wait_healthy()
+    leader = etcd.leader(statuses)
+    members = [m for m in etcd.members if m.zone == etcd.zone(zone)]
+    if not members:
+        raise ConfigError(f"zone {zone!r} has no etcd member to lead")
+    if leader in {m.name for m in members}:
+        return
+    target = statuses[members[0].name]
+    client = etcd.client(leader)  # type: ignore[arg-type]
+    try:
+        client.move_leader(target.member_id)  # type: ignore[union-attr]
+    finally:
+        client.close()
+    wait_for(lambda: etcd.leader(), lambda now: now == members[0].name, f"leadership to move to {members[0].name}",
+             etcd.config.timeouts.member_ready)
 
 
 @given(parsers.parse("write and read probes run every {ms:d} ms from a client in another zone"), target_fixture="probe")

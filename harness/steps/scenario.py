@@ -24,10 +24,12 @@ class Outage:
     term_before: int = 0  # the highest raft term the members reported just before
     healed_at: float | None = None
     returned: list[str] = field(default_factory=list)
+    # Set by a step whose faults are not zones (a link fault): the zones it counts as cut off.
+    zones_down: list[str] | None = None
 
     @property
     def zones(self) -> list[str]:
-        return [f.target for f in self.faults]
+        return self.zones_down if self.zones_down is not None else [f.target for f in self.faults]
 
     def window_end(self, timeline: Timeline, limit: float) -> float:
         """The end of a window judged against `limit` seconds from the outage's start: now, but

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness import netns
 from harness.errors import ConfigError, HarnessError
 from harness.kube.processes import process_state
+from harness.providers.base import PORTS, LinkImpairment
 from harness.providers.local.etcd import signal_pid
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ def zone_cut_effect(env: LocalEnvironment, zone: str, data: dict[str, Any]) -> d
 _CHAIN = re.compile(r"chain (\S+) \{(.*?)\n\s*\}", re.S)
 _ACL_COMMENT = re.compile(r'^\s*comment "([^"]+)"', re.M)
 _DROPPED = re.compile(r"counter packets (\d+) bytes \d+ drop")
+_PATH_COMMENT = re.compile(r'^\s*comment "([^"]+>[^"]+)"', re.M)
 
 
 def acl_effect(env: LocalEnvironment, zone: str, acl_ids: Collection[str]) -> dict[str, Any] | None:
@@ -125,6 +127,61 @@ def peer_cut_effect(env: LocalEnvironment, member: str, data: dict[str, Any]) ->
 
 def restore_peer_traffic(env: LocalEnvironment, member: str, data: dict[str, Any]) -> None:
     netns.nft(env.names.router, remove_table(data.get("table") or peer_table(member)), env.config.timeouts.command)
+
+
+def link_table(run_id: str) -> str:
+    return f"{FAULT_TABLE_PREFIX}link_{re.sub(r'[^0-9a-zA-Z]', '_', run_id)}"
+
+
+def link_rules(table: str, paths: Sequence[tuple[str, str, str]], impairment: LinkImpairment) -> str:
+    """One chain per ordered path (source subnet, destination subnet, its name) in the router's
+    forward hook, before the traffic counters; its counters are the fault's evidence, per path."""
+    i = impairment
+    if i.loss_percent is not None:  # nftables' random numbers, in hundredths of a percent
+        what = f"numgen random mod 10000 < {round(i.loss_percent * 100)} "
+    elif i.larger_than is not None:
+        what = f"ip length > {i.larger_than} "
+    elif i.rate_kbytes is not None:
+        what = f"limit rate over {i.rate_kbytes} kbytes/second "
+    else:
+        what = ""
+    ports = PORTS[i.port]
+    script = [f"add table inet {table}", f"flush table inet {table}",
+              f"add chain inet {table} forward {{ type filter hook forward priority -10; policy accept; }}"]
+    for k, (src, dst, name) in enumerate(paths):
+        chain = f"p{k}"
+        script += [f"add chain inet {table} {chain} {{ comment \"{name}\"; }}",
+                   f"add rule inet {table} forward ip saddr {src} ip daddr {dst} jump {chain}"]
+        matches = [f"tcp {side} {port} " for port in ports for side in ("sport", "dport")] or [""]
+        script += [f"add rule inet {table} {chain} {m}{what}counter drop" for m in matches]
+    return "\n".join(script) + "\n"
+
+
+def impair_links(env: LocalEnvironment, zones: Sequence[tuple[str, str]], impairment: LinkImpairment,
+                 run_id: str) -> dict[str, Any]:
+    table = link_table(run_id)
+    paths = [(env.names.subnet(a), env.names.subnet(b), f"{a}>{b}") for a, b in zones]
+    netns.nft(env.names.router, link_rules(table, paths, impairment), env.config.timeouts.command)
+    return {"table": table, "paths": [f"{a}>{b}" for a, b in zones]}
+
+
+def links_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
+    """In effect once the router dropped a packet on every path (nft's text names each chain's
+    path in its comment; its JSON leaves chain comments out)."""
+    try:
+        listed = netns.ns_run(env.names.router, ["nft", "list", "table", "inet", data["table"]])
+    except HarnessError:
+        return None
+    dropped = {}
+    for _, body in _CHAIN.findall(listed):
+        path = _PATH_COMMENT.search(body)
+        if path:
+            dropped[path.group(1)] = sum(int(n) for n in _DROPPED.findall(body))
+    return {"router_dropped_packets": dropped} if dropped and all(dropped.values()) else None
+
+
+def restore_links(env: LocalEnvironment, data: dict[str, Any]) -> None:
+    netns.nft(env.names.router, remove_table(data.get("table") or link_table(data["run_id"])), env.config.timeouts.command)
 
 
 def restore_zone(env: LocalEnvironment, zone: str, data: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,7 @@ from harness.config import Config, RegionSpec
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, Status
 from harness.command_lines import EtcdServingTls
-from harness.providers.base import EtcdTls, KubeAccess, Member, Node, Seed
+from harness.providers.base import EtcdTls, KubeAccess, LinkImpairment, Member, Node, Seed
 from harness.providers.etcd_view import EtcdView, read_metrics
 from harness.providers.local import effects
 from harness.providers.local import etcd as etcdproc
@@ -278,6 +278,15 @@ class LocalEnvironment(StateBacked, EtcdMembers):
 
     def peer_cut_effect(self, member: str, data: dict[str, Any]) -> dict[str, Any] | None:
         return effects.peer_cut_effect(self, member, data)
+
+    def impair_links(self, paths: Sequence[tuple[str, str]], impairment: LinkImpairment, run_id: str) -> dict[str, Any]:
+        return effects.impair_links(self, [(self.zone(a), self.zone(b)) for a, b in paths], impairment, run_id)
+
+    def restore_links(self, data: dict[str, Any]) -> None:
+        effects.restore_links(self, data)
+
+    def links_effect(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        return effects.links_effect(self, data)
 
     def acl_effect(self, zone: str, acl_ids: Collection[str]) -> dict[str, Any] | None:
         return effects.acl_effect(self, zone, acl_ids)

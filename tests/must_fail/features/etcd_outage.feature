@@ -89,3 +89,19 @@ Feature: False statements about zone outages, judged on real runs
     Given a put load of 300 ops/s on 20 shared keys from a client in every zone with a member, each through that member and watching it
     When the peer traffic of a follower is blackholed until it is 50 revisions behind
     Then all members end with equal HashKV
+
+  Scenario: The leader stays when its zone can no longer hear the others
+    Fails with: leaders reported during the outage
+    Given the zone of the etcd leader is the target zone
+    And write and read probes run every 10 ms from a client in another zone
+    When the target zone can no longer hear from the other zones
+    And 3 s pass
+    Then the etcd leader does not change
+
+  Scenario: Writes never stop when the leader's zone can no longer send
+    Fails with: longest write gap during the outage: expected at most 0.100s
+    Given the zone of the etcd leader is the target zone
+    And write and read probes run every 10 ms from a client in another zone
+    When the target zone can no longer send to the other zones
+    And 3 s pass
+    Then the longest write gap during the outage is under 0.1 s

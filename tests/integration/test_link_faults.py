@@ -1,0 +1,136 @@
+"""Grey network faults between zones on the real router: one direction only, a share of the
+packets, only large packets, only etcd's peer port; each seen in the router's counters, each
+shown on datagrams sent across the path while it is applied, and gone after heal."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any, Iterator
+
+import pytest
+
+from harness import netns
+from harness.errors import ConfigError
+from harness.faults.runner import FaultRunner, heal_everything
+from harness.providers.local.region import LocalEnvironment
+from harness.timeline import Timeline
+from tests.integration.conftest import cli, fault_tables, reachable
+
+
+def _delivered(env: LocalEnvironment, src: str, dst: str, count: int = 200, size: int = 100) -> int:
+    """Datagrams of `size` bytes sent from `src`'s client namespace that reach `dst`'s."""
+    with netns.entered(env.names.client_ns(dst)):
+        rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with netns.entered(env.names.client_ns(src)):
+        tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with rx, tx:
+        # Room for every datagram: a loss here is the fault's, not a full receive buffer's.
+        rx.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 8 << 20)
+        rx.bind((env.names.client_address(dst), 0))
+        rx.settimeout(0.3)
+        for _ in range(count):
+            tx.sendto(bytes(size), rx.getsockname())
+        got = 0
+        try:
+            while True:
+                rx.recv(65535)
+                got += 1
+        except socket.timeout:
+            return got
+
+
+@pytest.fixture
+def runner(region_env: LocalEnvironment) -> Iterator[FaultRunner]:
+    runner = FaultRunner(region_env, Timeline())
+    yield runner
+    heal_everything(region_env)
+
+
+def test_a_one_way_cut_drops_one_direction_only(region_env: LocalEnvironment, runner: FaultRunner) -> None:
+    env = region_env
+    active = runner.inject("zone-link-cut", "zone-a>zone-b")
+    assert active.event.data["effect"]["router_dropped_packets"]["zone-a>zone-b"] > 0
+    assert _delivered(env, "zone-a", "zone-b") == 0
+    assert _delivered(env, "zone-b", "zone-a") == 200
+    assert _delivered(env, "zone-a", "zone-c") == 200  # the other paths are untouched
+    runner.heal()
+    assert fault_tables("it") == [] and _delivered(env, "zone-a", "zone-b") == 200
+
+
+def test_a_bridge_cuts_two_zones_off_each_other_while_both_see_the_third(
+        region_env: LocalEnvironment, runner: FaultRunner) -> None:
+    env = region_env
+    active = runner.inject("zone-link-cut", "zone-a<>zone-b")
+    assert set(active.event.data["effect"]["router_dropped_packets"]) == {"zone-a>zone-b", "zone-b>zone-a"}
+    assert _delivered(env, "zone-a", "zone-b") == 0 and _delivered(env, "zone-b", "zone-a") == 0
+    assert reachable(env, "etcd-2", "zone-a") and reachable(env, "etcd-2", "zone-b")
+    runner.heal()
+
+
+def test_a_loss_drops_about_its_share(region_env: LocalEnvironment, runner: FaultRunner) -> None:
+    runner.inject("zone-link-loss", "zone-a>*", {"loss_percent": 50})
+    got = [_delivered(region_env, "zone-a", z, 400) for z in ("zone-b", "zone-c")]
+    assert all(120 < g < 280 for g in got), got  # binomial(400, 0.5): 200 ± 80 is beyond 8 sigma
+    assert _delivered(region_env, "zone-b", "zone-a", 400) == 400
+    runner.heal()
+    assert _delivered(region_env, "zone-a", "zone-b", 400) == 400
+
+
+def test_mtu_trouble_drops_only_large_packets(region_env: LocalEnvironment, runner: FaultRunner) -> None:
+    env = region_env
+    stop = threading.Event()
+
+    def large() -> None:  # the effect shows once a large packet crossed each path: send some meanwhile
+        while not stop.is_set():
+            _delivered(env, "zone-b", "zone-c", 5, 1400)
+            _delivered(env, "zone-c", "zone-b", 5, 1400)
+
+    sender = threading.Thread(target=large, daemon=True)
+    sender.start()
+    try:
+        runner.inject("zone-link-mtu", "zone-b<>zone-c", {"larger_than": 1200})
+    finally:
+        stop.set()
+        sender.join()
+    assert _delivered(env, "zone-b", "zone-c", 100, 1400) == 0 and _delivered(env, "zone-c", "zone-b", 100, 1400) == 0
+    assert _delivered(env, "zone-b", "zone-c", 100, 1000) == 100  # small ones pass: "healthy but broken"
+    runner.heal()
+    assert _delivered(env, "zone-b", "zone-c", 100, 1400) == 100
+
+
+def test_a_cut_of_the_peer_port_leaves_the_clients_alone(region_env: LocalEnvironment, runner: FaultRunner) -> None:
+    env = region_env
+    active = runner.inject("zone-link-cut", "zone-a<>*", {"port": "peer"})
+    assert active.event.data["effect"]["router_dropped_packets"]
+    assert reachable(env, "etcd-0", "zone-b")  # a client in zone-b still reaches zone-a's member
+    assert _delivered(env, "zone-a", "zone-b") == 200  # and everything but TCP 2380 passes
+    runner.heal()
+
+
+@pytest.mark.parametrize("kind, target, options, says", [
+    ("zone-link-cut", "zone-a", {}, "accepted: ZONE>ZONE"),
+    ("zone-link-cut", "zone-a>zone-x", {}, "zone-x"),
+    ("zone-link-cut", "zone-a>zone-a", {}, "no path"),
+    ("zone-link-loss", "zone-a>zone-b", {}, "needs loss_percent"),
+    ("zone-link-loss", "zone-a>zone-b", {"loss_percent": 150}, "up to 100"),
+    ("zone-link-cut", "zone-a>zone-b", {"port": "dns"}, "accepted: all, peer, client"),
+])
+def test_bad_link_faults_are_refused_and_change_nothing(region_env: LocalEnvironment, runner: FaultRunner, kind: str,
+                                                        target: str, options: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        runner.inject(kind, target, options)
+    assert fault_tables("it") == [] and region_env.state["faults"] == []
+
+
+def test_the_cli_plans_applies_and_heals_a_link_fault(region_env: LocalEnvironment) -> None:
+    plan = cli("--name", "it", "fault", "zone-link-loss", "zone-a>*", "--loss-percent", "30", "--port", "peer",
+               "--dry-run", check=True).stdout
+    assert "Drop 30 % of the packets of etcd's peer traffic" in plan and "zone-a>zone-b, zone-a>zone-c" in plan
+    assert fault_tables("it") == []
+    refused = cli("--name", "it", "fault", "zone-link-loss", "zone-a>zone-b")
+    assert refused.returncode != 0 and "--loss-percent" in refused.stderr and fault_tables("it") == []
+    cli("--name", "it", "fault", "zone-link-cut", "zone-a>zone-b", check=True)
+    assert _delivered(region_env, "zone-a", "zone-b") == 0
+    assert "healed zone-link-cut:zone-a>zone-b" in cli("--name", "it", "heal", check=True).stdout
+    assert fault_tables("it") == [] and _delivered(region_env, "zone-a", "zone-b") == 200
