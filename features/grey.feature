@@ -62,3 +62,39 @@ Feature: Grey network failures between zones
     And 5 s pass
     Then the etcd leader does not change
     And the longest write gap during the outage is under 0.5 s
+
+  Scenario: The link between the leader and a follower flaps
+    Given the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When the link from zone "zone-a" to zone "zone-b" flaps, down 2 s and up 2 s at a time
+    And 8 s pass
+    Then the etcd leader does not change
+    And the longest write gap during the outage is under 0.5 s
+    When the flapping stops
+    Then all members end with equal HashKV
+    And no acknowledged write is lost
+
+  Scenario: A follower's node flaps: killed again each time it has been back a while
+    Given the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When node "zone-b-1" flaps, down 1 s and up 2 to 4 s at a time
+    And 8 s pass
+    Then the etcd leader does not change
+    And the longest write gap during the outage is under 0.5 s
+    When the flapping stops
+    Then all members end with equal HashKV
+    And no acknowledged write is lost
+
+  Scenario: Grey faults together: the followers lose each other, one of them loses packets to the leader
+    Given the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When these faults are applied together
+      | fault          | target         | loss_percent |
+      | zone-link-cut  | zone-b<>zone-c |              |
+      | zone-link-loss | zone-b>zone-a  | 30           |
+    And 5 s pass
+    Then the etcd leader does not change
+    And the longest write gap during the outage is under 0.5 s
+    When the links come back
+    Then all members end with equal HashKV
+    And no acknowledged write is lost

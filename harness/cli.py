@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     heal.add_argument("--dry-run", action="store_true", help="list what heal would undo; change nothing")
     fault = sub.add_parser("fault", help="inject one fault and leave it applied until `harness heal` or its maximum duration")
     fault.add_argument("kind", help="zone-outage, zone-link-cut, zone-link-loss, zone-link-mtu, zone-link-rate, "
-                                    "node-kill, node-freeze, node-link-down, member-kill, host-outage, "
+                                    "zone-link-flap, node-flap, node-kill, node-freeze, node-link-down, member-kill, host-outage, "
                                     "pod-delete, node-cordon, node-drain, aws-zone-outage, aws-revoke-credentials, "
                                     "aws-instance-stop, aws-instance-terminate, aws-instance-reboot")
     fault.add_argument("target", nargs="?", default=None,
@@ -82,6 +82,10 @@ def _parser() -> argparse.ArgumentParser:
     fault.add_argument("--rate-kbytes", type=int, default=None, help="zone-link-rate: drop what exceeds this many KiB/s")
     fault.add_argument("--port", choices=["all", "peer", "client"], default=None,
                        help="zone-link-*: only etcd's peer (2380) or client (2379) traffic (default: all)")
+    fault.add_argument("--down-s", type=float, default=None, help="zone-link-flap, node-flap: seconds down each time (default 2)")
+    fault.add_argument("--up-min-s", type=float, default=None, help="zone-link-flap, node-flap: least seconds up between (default 2)")
+    fault.add_argument("--up-max-s", type=float, default=None, help="zone-link-flap, node-flap: most seconds up (default: the least)")
+    fault.add_argument("--seed", type=int, default=None, help="zone-link-flap, node-flap: the up times' random seed (replays)")
     fault.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
     fault.add_argument("--max-duration", type=float, default=None,
                        help="seconds after which the fault heals itself, even if the harness is gone (default: "
@@ -266,7 +270,9 @@ def _fault(env: Environment, args: argparse.Namespace) -> int:
         raise ConfigError(f"fault {args.kind} needs a target (a zone, node, host, member, NAMESPACE/POD or instance)")
     options: dict[str, Any] = {k: v for k, v in (("scope", args.scope), ("method", args.method),
                                                   ("loss_percent", args.loss_percent), ("larger_than", args.larger_than),
-                                                  ("rate_kbytes", args.rate_kbytes), ("port", args.port)) if v is not None}
+                                                  ("rate_kbytes", args.rate_kbytes), ("port", args.port),
+                                                  ("down_s", args.down_s), ("up_min_s", args.up_min_s),
+                                                  ("up_max_s", args.up_max_s), ("seed", args.seed)) if v is not None}
     if args.subnet_tag:
         bad = [t for t in args.subnet_tag if "=" not in t or not t.partition("=")[0]]
         if bad:

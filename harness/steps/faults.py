@@ -114,7 +114,46 @@ def _(etcd, faults, a: str, b: str, size: int) -> Outage:
     return _links(etcd, faults, "zone-link-mtu", f"{a}<>{b}", {"larger_than": size}, [])
 
 
+@when(parsers.parse('the link from zone "{a}" to zone "{b}" flaps, down {down:g} s and up {up:g} s at a time'),
+      target_fixture="outage")
+def _(etcd, faults, a: str, b: str, down: float, up: float) -> Outage:
+    return _links(etcd, faults, "zone-link-flap", f"{a}<>{b}", {"down_s": down, "up_min_s": up}, [])
+
+
+@when(parsers.parse('node "{node}" flaps, down {down:g} s and up {low:g} to {high:g} s at a time'),
+      target_fixture="outage")
+def _(etcd, faults, node: str, down: float, low: float, high: float) -> Outage:
+    """Killed again each time it has been back for a while (chaosgarden's flapping nodes)."""
+    outage = apply_faults(etcd, faults, [("node-flap", node, {"down_s": down, "up_min_s": low, "up_max_s": high})])
+    outage.zones_down = []
+    return outage
+
+
+def _option(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+@when("these faults are applied together", target_fixture="outage")
+def _(etcd, faults, datatable: list[list[str]]) -> Outage:
+    """One row per fault: its kind and target, then its options by name (an empty cell: none);
+    applied back to back, judged from when the first took effect."""
+    header, *rows = [[cell.strip() for cell in row] for row in datatable]
+    if header[:2] != ["fault", "target"] or not rows:
+        raise ConfigError(f"a table of faults starts with the columns fault and target and has a row per fault; "
+                          f"got columns {header} and {len(rows)} rows")
+    what = [(row[0], row[1], {k: _option(v) for k, v in zip(header[2:], row[2:]) if v}) for row in rows]
+    outage = apply_faults(etcd, faults, what)
+    outage.zones_down = []
+    return outage
+
+
 @when("the links come back", target_fixture="outage")
+@when("the flapping stops", target_fixture="outage")
 def _(faults, timeline, outage: Outage) -> Outage:
     return _restore(faults, timeline, outage, None)
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any, Iterator
+import time
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from harness import netns
 from harness.errors import ConfigError
 from harness.faults.runner import FaultRunner, heal_everything
+from harness.kube.processes import ProcessRecord
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
 from tests.integration.conftest import cli, fault_tables, reachable
@@ -134,3 +136,42 @@ def test_the_cli_plans_applies_and_heals_a_link_fault(region_env: LocalEnvironme
     assert _delivered(region_env, "zone-a", "zone-b") == 0
     assert "healed zone-link-cut:zone-a>zone-b" in cli("--name", "it", "heal", check=True).stdout
     assert fault_tables("it") == [] and _delivered(region_env, "zone-a", "zone-b") == 200
+
+
+def _transitions(sample: Callable[[], bool], seconds: float) -> int:
+    seen = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        seen.append(sample())
+        time.sleep(0.05)
+    return sum(1 for x, y in zip(seen, seen[1:]) if x != y)
+
+
+def test_a_flapping_link_goes_down_and_up_until_healed(region_env: LocalEnvironment, runner: FaultRunner) -> None:
+    env = region_env
+    active = runner.inject("zone-link-flap", "zone-a>zone-b", {"down_s": 0.6, "up_min_s": 0.6, "seed": 7})
+    assert active.event.data["effect"]["router_dropped_packets"]["zone-a>zone-b"] > 0
+    assert _transitions(lambda: _delivered(env, "zone-a", "zone-b", 20) > 0, 4.0) >= 3
+    flapper = ProcessRecord.from_dict(active.data["flapper"])
+    runner.heal()
+    assert not flapper.alive() and fault_tables("it") == []
+    assert _delivered(env, "zone-a", "zone-b") == 200
+
+
+def test_a_flapping_node_is_killed_again_each_time_it_is_back(region_env: LocalEnvironment, runner: FaultRunner) -> None:
+    env = region_env
+    active = runner.inject("node-flap", "zone-b-1", {"down_s": 1.0, "up_min_s": 1.0, "up_max_s": 1.5, "seed": 3})
+    assert not env.member_running("etcd-1")
+    # The flapping process restarts the member: its pid is in the state file, not in this copy.
+    assert _transitions(lambda: bool(env.refresh()) and env.member_running("etcd-1"), 6.0) >= 3
+    runner.heal()  # waits until every member is healthy and caught up again
+    assert env.member_running("etcd-1") and not ProcessRecord.from_dict(active.data["flapper"]).alive()
+
+
+def test_harness_heal_stops_a_flapping_fault_the_cli_left_running(region_env: LocalEnvironment) -> None:
+    cli("--name", "it", "fault", "zone-link-flap", "zone-b<>zone-c", "--down-s", "0.5", "--up-min-s", "0.5", check=True)
+    flapper = ProcessRecord.from_dict(region_env.refresh()["faults"][0]["data"]["flapper"])
+    assert flapper.alive()  # flapping after the command returned
+    assert "healed zone-link-flap:zone-b<>zone-c" in cli("--name", "it", "heal", check=True).stdout
+    assert not flapper.alive() and fault_tables("it") == []
+    assert _delivered(region_env, "zone-b", "zone-c") == 200 and _delivered(region_env, "zone-c", "zone-b") == 200
