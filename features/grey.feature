@@ -98,3 +98,16 @@ Feature: Grey network failures between zones
     When the links come back
     Then all members end with equal HashKV
     And no acknowledged write is lost
+
+  Scenario: 100 ms ± 20 ms between every pair of zones: slower, not down
+    Every packet between zones waits in a delay line at the router (this kernel has no netem).
+
+    Given the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When every path between zones is delayed 100 ms ± 20 ms
+    And 5 s pass
+    Then the etcd leader does not change
+    And the longest write gap during the outage is under 0.5 s
+    When the links come back
+    Then all members end with equal HashKV
+    And no acknowledged write is lost

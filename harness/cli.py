@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "fault effects the harness tagged included)")
     heal.add_argument("--dry-run", action="store_true", help="list what heal would undo; change nothing")
     fault = sub.add_parser("fault", help="inject one fault and leave it applied until `harness heal` or its maximum duration")
-    fault.add_argument("kind", help="zone-outage, zone-link-cut, zone-link-loss, zone-link-mtu, zone-link-rate, "
+    fault.add_argument("kind", help="zone-outage, zone-link-cut, zone-link-loss, zone-link-mtu, zone-link-rate, zone-link-delay, "
                                     "zone-link-flap, node-flap, node-kill, node-freeze, node-link-down, member-kill, host-outage, "
                                     "pod-delete, node-cordon, node-drain, aws-zone-outage, aws-revoke-credentials, "
                                     "aws-instance-stop, aws-instance-terminate, aws-instance-reboot")
@@ -80,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     fault.add_argument("--loss-percent", type=float, default=None, help="zone-link-loss: share of the packets dropped")
     fault.add_argument("--larger-than", type=int, default=None, help="zone-link-mtu: drop IP packets above this many bytes")
     fault.add_argument("--rate-kbytes", type=int, default=None, help="zone-link-rate: drop what exceeds this many KiB/s")
+    fault.add_argument("--delay-ms", type=float, default=None, help="zone-link-delay: milliseconds each packet is held")
+    fault.add_argument("--jitter-ms", type=float, default=None, help="zone-link-delay: ± this many ms at random (default 0)")
     fault.add_argument("--port", choices=["all", "peer", "client"], default=None,
                        help="zone-link-*: only etcd's peer (2380) or client (2379) traffic (default: all)")
     fault.add_argument("--down-s", type=float, default=None, help="zone-link-flap, node-flap: seconds down each time (default 2)")
@@ -271,6 +273,7 @@ def _fault(env: Environment, args: argparse.Namespace) -> int:
     options: dict[str, Any] = {k: v for k, v in (("scope", args.scope), ("method", args.method),
                                                   ("loss_percent", args.loss_percent), ("larger_than", args.larger_than),
                                                   ("rate_kbytes", args.rate_kbytes), ("port", args.port),
+                                                  ("delay_ms", args.delay_ms), ("jitter_ms", args.jitter_ms),
                                                   ("down_s", args.down_s), ("up_min_s", args.up_min_s),
                                                   ("up_max_s", args.up_max_s), ("seed", args.seed)) if v is not None}
     if args.subnet_tag:

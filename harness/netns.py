@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -130,3 +131,33 @@ class NsHTTPSConnection(http.client.HTTPSConnection):
             with entered(self._netns):
                 super().connect()
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # headers and body leave at once
+
+
+def udp_round_trips(src_ns: str, dst_ns: str, dst_address: str, count: int = 50, timeout: float = 2.0) -> list[float]:
+    """Milliseconds for a datagram from `src_ns` to an echo in `dst_ns` (on `dst_address`) and
+    back, one at a time: what a path's added latency and jitter come to."""
+    with entered(dst_ns):
+        echo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with entered(src_ns):
+        tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    echo.bind((dst_address, 0))
+    echo.settimeout(timeout)
+
+    def answer() -> None:
+        try:
+            for _ in range(count):
+                data, peer = echo.recvfrom(2048)
+                echo.sendto(data, peer)
+        except OSError:
+            pass
+
+    threading.Thread(target=answer, daemon=True).start()
+    out = []
+    with echo, tx:
+        tx.settimeout(timeout)
+        for i in range(count):
+            began = time.monotonic()
+            tx.sendto(i.to_bytes(4, "big"), echo.getsockname())
+            tx.recv(2048)
+            out.append((time.monotonic() - began) * 1000)
+    return out

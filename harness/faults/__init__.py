@@ -25,6 +25,7 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "zone-link-loss": ("harness.faults.link:ZoneLink", {"needs": "loss_percent"}),
     "zone-link-mtu": ("harness.faults.link:ZoneLink", {"needs": "larger_than"}),
     "zone-link-rate": ("harness.faults.link:ZoneLink", {"needs": "rate_kbytes"}),
+    "zone-link-delay": ("harness.faults.link:ZoneLink", {"needs": "delay_ms"}),
     "zone-link-flap": ("harness.faults.flapping:Flapping", {"inner": "zone-link-cut"}),
     "node-flap": ("harness.faults.flapping:Flapping", {"inner": "node-kill"}),
     "host-outage": ("harness.faults.node:HostOutage", {}),

@@ -296,12 +296,15 @@ PORTS = {"all": (), "peer": (2380,), "client": (2379,)}  # what a link impairmen
 class LinkImpairment:
     """What happens to packets on a path from one zone to another: all dropped (a cut), a share of
     them dropped at random, those larger than a size dropped (MTU trouble), those beyond a rate
-    dropped (a policer: TCP backs off to it); `port`: only etcd's peer or client traffic."""
+    dropped (a policer: TCP backs off to it), or each held for a delay (± a uniform jitter);
+    `port`: only etcd's peer or client traffic (not for a delay)."""
 
     loss_percent: float | None = None
     larger_than: int | None = None
     rate_kbytes: int | None = None
     port: str = "all"
+    delay_ms: float | None = None
+    jitter_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.port not in PORTS:
@@ -312,8 +315,13 @@ class LinkImpairment:
             raise ConfigError(f"a packet size is 28 to 65534 bytes (an IP header and up), got {self.larger_than}")
         if self.rate_kbytes is not None and self.rate_kbytes < 1:
             raise ConfigError(f"a rate limit is at least 1 KiB/s, got {self.rate_kbytes}")
-        if sum(x is not None for x in (self.loss_percent, self.larger_than, self.rate_kbytes)) > 1:
-            raise ConfigError("one impairment per fault: a loss, a size or a rate (compose faults for more)")
+        if self.delay_ms is not None and not (0 < self.delay_ms <= 10_000 and 0 <= self.jitter_ms <= self.delay_ms):
+            raise ConfigError(f"a delay is 0 to 10000 ms and its jitter 0 up to the delay; got {self.delay_ms} ms "
+                              f"± {self.jitter_ms} ms")
+        if self.delay_ms is not None and self.port != "all":
+            raise ConfigError("a delay holds every packet of its paths; --port does not apply to it")
+        if sum(x is not None for x in (self.loss_percent, self.larger_than, self.rate_kbytes, self.delay_ms)) > 1:
+            raise ConfigError("one impairment per fault: a loss, a size, a rate or a delay (compose faults for more)")
 
 
 @runtime_checkable

@@ -114,6 +114,11 @@ def _(etcd, faults, a: str, b: str, size: int) -> Outage:
     return _links(etcd, faults, "zone-link-mtu", f"{a}<>{b}", {"larger_than": size}, [])
 
 
+@when(parsers.parse("every path between zones is delayed {delay:g} ms ± {jitter:g} ms"), target_fixture="outage")
+def _(etcd, faults, delay: float, jitter: float) -> Outage:
+    return _links(etcd, faults, "zone-link-delay", "*>*", {"delay_ms": delay, "jitter_ms": jitter}, [])
+
+
 @when(parsers.parse('the link from zone "{a}" to zone "{b}" flaps, down {down:g} s and up {up:g} s at a time'),
       target_fixture="outage")
 def _(etcd, faults, a: str, b: str, down: float, up: float) -> Outage:

@@ -5,6 +5,7 @@ shown on datagrams sent across the path while it is applied, and gone after heal
 from __future__ import annotations
 
 import socket
+import statistics
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -114,6 +115,7 @@ def test_a_cut_of_the_peer_port_leaves_the_clients_alone(region_env: LocalEnviro
     ("zone-link-cut", "zone-a", {}, "accepted: ZONE>ZONE"),
     ("zone-link-cut", "zone-a>zone-x", {}, "zone-x"),
     ("zone-link-cut", "zone-a>zone-a", {}, "no path"),
+    ("zone-link-delay", "zone-a>zone-b", {"delay_ms": 10, "port": "peer"}, "does not apply"),
     ("zone-link-loss", "zone-a>zone-b", {}, "needs loss_percent"),
     ("zone-link-loss", "zone-a>zone-b", {"loss_percent": 150}, "up to 100"),
     ("zone-link-cut", "zone-a>zone-b", {"port": "dns"}, "accepted: all, peer, client"),
@@ -175,3 +177,32 @@ def test_harness_heal_stops_a_flapping_fault_the_cli_left_running(region_env: Lo
     assert "healed zone-link-flap:zone-b<>zone-c" in cli("--name", "it", "heal", check=True).stdout
     assert not flapper.alive() and fault_tables("it") == []
     assert _delivered(region_env, "zone-b", "zone-c") == 200 and _delivered(region_env, "zone-c", "zone-b") == 200
+
+
+def _round_trips(env: LocalEnvironment, src: str, dst: str) -> list[float]:
+    return netns.udp_round_trips(env.names.client_ns(src), env.names.client_ns(dst), env.names.client_address(dst))
+
+
+def test_a_delay_holds_one_direction_for_its_time(region_env: LocalEnvironment, runner: FaultRunner) -> None:
+    env = region_env
+    base = statistics.median(_round_trips(env, "zone-a", "zone-b"))
+    active = runner.inject("zone-link-delay", "zone-a>zone-b", {"delay_ms": 50})
+    assert active.event.data["effect"]["packets_delayed"] > 0
+    delayed = _round_trips(env, "zone-a", "zone-b")
+    assert 48 <= statistics.median(delayed) - base <= 56, (base, delayed)
+    assert statistics.median(_round_trips(env, "zone-a", "zone-c")) < base + 5  # other paths untouched
+    assert _delivered(env, "zone-a", "zone-b") == 200  # held, not lost
+    runner.heal()
+    assert statistics.median(_round_trips(env, "zone-a", "zone-b")) < base + 5
+    assert "hd-" not in netns.run(["ip", "-n", env.names.router, "link", "show"])
+
+
+def test_a_crashed_run_leaves_no_delay_line_after_harness_heal(region_env: LocalEnvironment) -> None:
+    cli("--name", "it", "fault", "zone-link-delay", "zone-b<>*", "--delay-ms", "20", "--jitter-ms", "5", check=True)
+    assert "hd-" in netns.run(["ip", "-n", region_env.names.router, "link", "show"])
+    region_env.refresh()
+    region_env.update(lambda st: st.update(faults=[]))  # a crash that lost the ledger: only the sweep finds it
+    done = cli("--name", "it", "heal", check=True).stdout
+    assert "delay line" in done
+    assert "hd-" not in netns.run(["ip", "-n", region_env.names.router, "link", "show"])
+    assert netns.run(["ip", "-n", region_env.names.router, "rule", "show"]).count("lookup") == 3  # local, main, default

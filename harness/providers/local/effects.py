@@ -6,16 +6,19 @@ functions are what a zone outage or a node failure *is* locally.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import signal
+import sys
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness import netns
 from harness.errors import ConfigError, HarnessError
-from harness.kube.processes import process_state
+from harness.kube.processes import process_state, spawn
 from harness.providers.base import PORTS, LinkImpairment
+from harness.wait import first_within, wait_for
 from harness.providers.local.etcd import signal_pid
 
 if TYPE_CHECKING:
@@ -23,6 +26,9 @@ if TYPE_CHECKING:
 
 # Tables the harness adds for faults; `harness heal` drops every table with this prefix.
 FAULT_TABLE_PREFIX = "harness_"
+# Delay lines: TUN devices named with this prefix, routing tables (and rule preferences) in this range.
+DELAY_DEV_PREFIX = "hd-"
+DELAY_TABLES = (1000, 9000)
 NODE_FAILURE_MODES = ("kill", "freeze", "link-down")
 
 
@@ -159,6 +165,8 @@ def link_rules(table: str, paths: Sequence[tuple[str, str, str]], impairment: Li
 
 def impair_links(env: LocalEnvironment, zones: Sequence[tuple[str, str]], impairment: LinkImpairment,
                  run_id: str) -> dict[str, Any]:
+    if impairment.delay_ms is not None:
+        return delay_links(env, zones, impairment.delay_ms, impairment.jitter_ms, run_id)
     table = link_table(run_id)
     paths = [(env.names.subnet(a), env.names.subnet(b), f"{a}>{b}") for a, b in zones]
     netns.nft(env.names.router, link_rules(table, paths, impairment), env.config.timeouts.command)
@@ -167,7 +175,10 @@ def impair_links(env: LocalEnvironment, zones: Sequence[tuple[str, str]], impair
 
 def links_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
     """In effect once the router dropped a packet on every path (nft's text names each chain's
-    path in its comment; its JSON leaves chain comments out)."""
+    path in its comment; its JSON leaves chain comments out), or for a delay, once the delay line
+    has handed packets back."""
+    if data.get("delay_dev"):
+        return delay_effect(env, data)
     try:
         listed = netns.ns_run(env.names.router, ["nft", "list", "table", "inet", data["table"]])
     except HarnessError:
@@ -181,7 +192,80 @@ def links_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] 
 
 
 def restore_links(env: LocalEnvironment, data: dict[str, Any]) -> None:
+    """Whatever the fault made, from its run id alone if need be (a crash before it said more)."""
     netns.nft(env.names.router, remove_table(data.get("table") or link_table(data["run_id"])), env.config.timeouts.command)
+    remove_delay_line(env, *delay_names(data["run_id"]))
+
+
+def delay_names(run_id: str) -> tuple[str, int]:
+    """The delay line's TUN device and its routing table (also its rules' preference), from the run id."""
+    digest = hashlib.sha1(run_id.encode()).hexdigest()
+    return f"{DELAY_DEV_PREFIX}{digest[:8]}", DELAY_TABLES[0] + int(digest[8:16], 16) % (DELAY_TABLES[1] - DELAY_TABLES[0])
+
+
+def delay_links(env: LocalEnvironment, zones: Sequence[tuple[str, str]], delay_ms: float, jitter_ms: float,
+                run_id: str) -> dict[str, Any]:
+    """A delay line (harness/providers/local/delay_line.py) in the router, and policy routing that
+    sends each path's packets through it: by the bridge they come in on, their source and
+    destination subnets."""
+    dev, table = delay_names(run_id)
+    router, t = env.names.router, env.config.timeouts.command
+    log = env.config.state_dir / env.spec.name / "logs" / f"delay-line-{dev}.log"
+    ready = log.with_suffix(".ready")
+    ready.unlink(missing_ok=True)
+    spawn(f"delay line {dev}", ["ip", "netns", "exec", router, sys.executable, "-m", "harness.providers.local.delay_line",
+                                "--dev", dev, "--delay-ms", str(delay_ms), "--jitter-ms", str(jitter_ms),
+                                "--ready", str(ready)], log)
+    wait_for(ready.exists, bool, f"the delay line {dev} to be up", t, interval=0.02)
+    ready.unlink(missing_ok=True)
+    for dst in dict.fromkeys(b for _, b in zones):
+        netns.run(["ip", "-n", router, "route", "replace", env.names.subnet(dst), "dev", dev, "table", str(table)], timeout=t)
+    for a, b in zones:
+        netns.run(["ip", "-n", router, "rule", "add", "pref", str(table), "iif", env.names.bridge(a), "from",
+                   env.names.subnet(a), "to", env.names.subnet(b), "lookup", str(table)], timeout=t)
+    return {"delay_dev": dev, "route_table": table, "paths": [f"{a}>{b}" for a, b in zones],
+            "delay_ms": delay_ms, "jitter_ms": jitter_ms}
+
+
+def delay_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
+    """The device's counters: packets the kernel routed into the line (its TX) and the line gave back (RX)."""
+    try:
+        link = json.loads(netns.run(["ip", "-n", env.names.router, "-s", "-j", "link", "show", "dev", data["delay_dev"]]))
+    except (HarnessError, ValueError):
+        return None
+    stats = link[0].get("stats64", {}) if link else {}
+    into, back = int(stats.get("tx", {}).get("packets", 0)), int(stats.get("rx", {}).get("packets", 0))
+    return {"delay_line": data["delay_dev"], "packets_delayed": back} if into and back else None
+
+
+def remove_delay_line(env: LocalEnvironment, dev: str, table: int) -> None:
+    router, t = env.names.router, env.config.timeouts.command
+    while True:  # one rule per path, all at this preference, deleted until none is left
+        try:
+            netns.run(["ip", "-n", router, "rule", "del", "pref", str(table)], timeout=t)
+        except HarnessError:
+            break
+    netns.run(["ip", "-n", router, "route", "flush", "table", str(table)], check=False, timeout=t)
+    _stop_delay_lines(router, f"--dev\0{dev}\0")
+
+
+def _stop_delay_lines(router: str, marker: str) -> list[int]:
+    """Stop the delay line processes whose command line holds `marker`; their devices go with them."""
+    pids = [pid for pid in netns.netns_pids(router) if marker in _cmdline(pid)]
+    for pid in pids:
+        signal_pid(pid, signal.SIGTERM)
+    for pid in pids:
+        gone = lambda: True if not _cmdline(pid) or process_state(pid) in ("Z", "") else None  # noqa: E731
+        if not first_within(gone, f"delay line {pid} to exit", 2.0, interval=0.02):
+            signal_pid(pid, signal.SIGKILL)
+    return pids
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/cmdline").read()
+    except OSError:
+        return ""
 
 
 def restore_zone(env: LocalEnvironment, zone: str, data: dict[str, Any]) -> None:
@@ -254,6 +338,13 @@ def _link_up(env: LocalEnvironment, node: str) -> None:
 def sweep(env: LocalEnvironment) -> list[str]:
     """After a crash: remove every fault effect, whether or not the ledger knew of it."""
     done: list[str] = []
+    rules = netns.run(["ip", "-n", env.names.router, "rule", "show"], check=False)
+    for pref in sorted({int(line.split(":")[0]) for line in rules.splitlines() if line.split(":")[0].isdigit()}):
+        if DELAY_TABLES[0] <= pref < DELAY_TABLES[1]:
+            remove_delay_line(env, "", pref)
+            done.append(f"removed the delay line routing of table {pref}")
+    for pid in _stop_delay_lines(env.names.router, "harness.providers.local.delay_line"):
+        done.append(f"stopped delay line process {pid}")
     tables = netns.ns_run(env.names.router, ["nft", "list", "tables"], check=False)
     for line in tables.splitlines():
         parts = line.split()
