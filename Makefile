@@ -46,6 +46,7 @@ test-fast: setup
 # reports/trends.html); non-zero when any scenario fails.
 nightly: setup kube-binaries
 	HARNESS_MUST_FAIL=all $(VENV)/bin/harness nightly -- $(PYTEST_ARGS)
+	$(VENV)/bin/harness explore --minutes 10
 
 # Every must-fail scenario (make test runs one per feature file): each Then-step failing on a
 # real run where what it names did not hold. About 20 minutes.

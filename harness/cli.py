@@ -23,7 +23,7 @@ from harness.reference.render import DEFAULT_NAMESPACE, FORMS, TOLERANCES
 from harness.teardown import take_down
 
 # Commands that need no environment (and no namespaces, so no rootless re-exec).
-OFFLINE = ("render", "conventions", "report", "nightly")
+OFFLINE = ("render", "conventions", "report", "nightly", "explore")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -142,6 +142,13 @@ def _parser() -> argparse.ArgumentParser:
                                              "where the report is and every test that did not run (with its skip reason); "
                                              "exit non-zero when any scenario fails, or none ran (5 when pytest saw no failure)")
     nightly.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments (after --)")
+    explore = sub.add_parser("explore", help="the @explore features: a seeded random schedule of faults under load, judged "
+                                             "by every validator, with the report; says the seed and how to replay it")
+    explore.add_argument("--seed", type=int, default=None, help="the schedule's seed (default: a new one)")
+    length = explore.add_mutually_exclusive_group()
+    length.add_argument("--seconds", type=float, default=None, help="how long the schedule runs (default: the feature's)")
+    length.add_argument("--minutes", type=float, default=None, help="the same in minutes")
+    explore.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments (after --)")
     conventions_cli.add_parser(sub)
     return p
 
@@ -345,11 +352,32 @@ def _nightly(config: Config, args: argparse.Namespace) -> int:
     return result.status
 
 
+def _explore(config: Config, args: argparse.Namespace) -> int:
+    import random
+
+    from harness.explore import replay_command
+
+    seed = args.seed if args.seed is not None else random.randrange(1_000_000)
+    seconds = args.minutes * 60 if args.minutes is not None else args.seconds
+    if seconds is not None and seconds <= 0:
+        raise ConfigError(f"an exploration runs for a positive time, got {seconds:g} s")
+    args.pytest_args = ["-m", "explore", "--explore-seed", str(seed),
+                        *(["--explore-seconds", f"{seconds:g}"] if seconds else []), *args.pytest_args]
+    print(f"harness explore: seed {seed}", flush=True)
+    code = _nightly(config, args)
+    if code:
+        print(f"harness explore: the schedule of seed {seed} failed; replay it with: {replay_command(seed, seconds)}",
+              file=sys.stderr)
+    return code
+
+
 def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "report":
         return _report(config, args)
     if args.command == "nightly":
         return _nightly(config, args)
+    if args.command == "explore":
+        return _explore(config, args)
     if args.command == "conventions":
         return conventions_cli.run(args)
     if args.command == "render":

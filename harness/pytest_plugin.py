@@ -15,6 +15,7 @@ import shutil
 import signal
 import sys
 from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
@@ -62,6 +63,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-report", action="store_true", default=False,
                     help="write the run's report to reports/<run-id>/ (JUnit, cucumber JSON, summary.json, index.html), "
                          "reports/latest pointing at it, and the trends; also on failure and interruption")
+    group.addoption("--explore-seed", type=int, default=None,
+                    help="@explore: the seed of the random schedule of faults (default: a new one, said at its start)")
+    group.addoption("--explore-seconds", type=float, default=None,
+                    help="@explore: how long the schedule runs, in place of the feature's own time")
     group.addoption("--harness-run-id", default=None,
                     help="the report's run id (default: a new one; `harness nightly` names it to read its own run back)")
 
@@ -84,6 +89,7 @@ MARKERS = {
     "zone_outage": "a whole zone is cut off at the router",
     "node_failure": "a node's processes are killed, frozen or its link goes down",
     "grey": "grey network failures between zones: one direction, partial partitions, loss, MTU trouble",
+    "explore": "seeded random schedules of faults under load, judged by every validator (harness explore)",
     "quorum": "scenarios about etcd quorum loss and recovery",
     "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
     "traffic": "cross-zone traffic between etcd members, measured at the router and from their metrics",
@@ -495,6 +501,21 @@ def faults(env: Environment, timeline: Timeline) -> Iterator[FaultRunner]:
         # Interrupted: heal every fault at once, but do not wait for the region to recover (a
         # member cut off rejoins up to half a minute later); the session is ending anyway.
         runner.heal(wait=not _INTERRUPTED)
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """What `--explore-seed` and `--explore-seconds` ask of an @explore scenario, and where it says so."""
+
+    seed: int | None
+    seconds: float | None
+    say: Callable[[str], None]
+
+
+@pytest.fixture
+def exploration(pytestconfig: pytest.Config) -> Exploration:
+    return Exploration(pytestconfig.getoption("explore_seed"), pytestconfig.getoption("explore_seconds"),
+                       lambda text: _say(pytestconfig, text))
 
 
 @pytest.fixture

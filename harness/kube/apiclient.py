@@ -1,7 +1,9 @@
-"""A minimal JSON client for the embedded API server, on the standard library only.
+"""A minimal HTTPS/JSON client for the local seed's bring-up, on the standard library only.
 
-The control plane needs a handful of calls (readiness, nodes); this keeps the `kubernetes`
-package a test-only dependency and keeps its errors out of the harness.
+Bringing the seed up means probing health endpoints before there is an API to use: etcd's
+/health, each component's /healthz, the API server's /readyz (self-signed serving
+certificates, plain paths), and a node listing once it serves. Everything that uses the
+Kubernetes API itself goes through the official client (harness.kube.cluster).
 """
 
 from __future__ import annotations

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.wait import first_within
 
 
 def boot_id() -> str:
@@ -122,25 +122,11 @@ def terminate(record: ProcessRecord, grace_s: float, popen: subprocess.Popen[byt
         return
     # A SIGSTOPped process (a silenced zone) only acts on SIGTERM once continued.
     signal_group(record, signal.SIGCONT)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if popen is not None:
-            if popen.poll() is not None:
-                return
-        elif not record.alive():
-            return
-        time.sleep(0.1)
+    exited = lambda: None if (popen.poll() is None if popen is not None else record.alive()) else True  # noqa: E731
+    if first_within(exited, f"{record.name} to exit", grace_s, interval=0.1):
+        return
     signal_group(record, signal.SIGKILL)
-    if popen is not None:
-        try:
-            popen.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-    else:
-        for _ in range(50):
-            if not record.alive():
-                break
-            time.sleep(0.1)
+    first_within(exited, f"{record.name} to exit after SIGKILL", 5.0, interval=0.1)
 
 
 def log_tail(path: str | Path, lines: int = 25) -> str:

@@ -34,7 +34,7 @@ from harness import netns as ns
 from harness.errors import ConfigError, HarnessError, WaitAbandoned, WaitTimeout
 from harness.providers.base import EtcdTls
 from harness.timeline import Event, Timeline
-from harness.wait import wait_serving
+from harness.wait import first_within, wait_serving
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 PROFILES = ("put", "write", "range", "mixed")
@@ -364,10 +364,8 @@ def stop_behind_fence(runs: list[LoadRun], put: Callable[[str, str], int]) -> di
         with open(first.history_dir / "ops-fence.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
         began = time.monotonic()
-        while time.monotonic() - began < FENCE_WAIT:
-            if all(r.watchers_reached(revision) or not r.watching() for r in runs):
-                break
-            time.sleep(0.2)
+        first_within(lambda: True if all(r.watchers_reached(revision) or not r.watching() for r in runs) else None,
+                     f"the watchers to deliver the fence write at revision {revision}", FENCE_WAIT, interval=0.2)
         fence = {"key": key, "revision": revision, "waited_s": round(time.monotonic() - began, 2)}
     for r in runs:
         r.fence = fence

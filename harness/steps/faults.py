@@ -8,13 +8,14 @@ from typing import Any
 
 from pytest_bdd import parsers, when
 
+from harness import explore
 from harness.errors import ConfigError
 from harness.etcd_gateway import EtcdRequestError
 from harness.faults.runner import FaultRunner
 from harness.providers.base import EtcdCluster, MemberProcesses
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
-from harness.wait import wait_for
+from harness.wait import first_within, wait_for
 
 NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its link": "node-link-down"}
 
@@ -157,6 +158,18 @@ def _(etcd, faults, datatable: list[list[str]]) -> Outage:
     return outage
 
 
+@when(parsers.parse("a random schedule of faults runs for {seconds:g} s"))
+def _(etcd, faults, timeline, exploration, seconds: float) -> None:
+    """Seeded (--explore-seed, else a new seed, said first), every fault healed at the end."""
+    seed = exploration.seed if exploration.seed is not None else random.randrange(1_000_000)
+    seconds = exploration.seconds or seconds
+    planned = explore.schedule(seed, seconds, etcd)
+    exploration.say(f"[harness] exploring {seconds:g} s with seed {seed}: {len(planned)} faults; "
+                    f"replay: {explore.replay_command(seed, seconds)}")
+    explore.run(planned, faults, timeline, seed, exploration.say)
+    etcd.wait_healthy(etcd.config.timeouts.recovery + max((p.seconds for p in planned), default=0.0))
+
+
 @when("the links come back", target_fixture="outage")
 @when("the flapping stops", target_fixture="outage")
 def _(faults, timeline, outage: Outage) -> Outage:
@@ -244,12 +257,8 @@ def _(etcd: EtcdCluster, timeline: Timeline, member: str) -> None:
 
 
 def _gone_within(etcd: MemberProcesses, member: str, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while etcd.member_running(member):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return first_within(lambda: True if not etcd.member_running(member) else None, f"{member} to be gone", seconds) \
+        is not None
 
 
 @when(parsers.parse('member "{member}" pauses for {seconds:g} s'))

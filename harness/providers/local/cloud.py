@@ -19,7 +19,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,10 +29,10 @@ from harness.aws.access import AwsAccess, Credentials
 from harness.aws.errors import aws_call
 from harness.aws.tags import CHAOS_ALLOWED, TAG_CHAOS, tag_list
 from harness.config import Config
-from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError
+from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitAbandoned, WaitTimeout
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
 from harness.providers.local.cloud_acl import TABLE, remove_ruleset
-from harness.wait import wait_for
+from harness.wait import wait_for, wait_serving
 
 if TYPE_CHECKING:
     from harness.providers.local.region import LocalEnvironment
@@ -154,14 +153,19 @@ def _start_moto(env: LocalEnvironment, wd: Path) -> str:
 
 
 def _serving(endpoint: str, popen: subprocess.Popen[bytes], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while popen.poll() is None and time.monotonic() < deadline:
+    def answers() -> str | None:
         try:
             urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()  # not an AWS action: not counted
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
+            return None
+        except OSError as e:
+            return str(e)
+
+    try:
+        wait_serving(answers, lambda: None if popen.poll() is None else f"exited ({popen.returncode})",
+                     f"the moto server at {endpoint}", timeout, interval=0.05)
+        return True
+    except (WaitAbandoned, WaitTimeout):
+        return False
 
 
 def _populate(env: LocalEnvironment, endpoint: str, region: str, azs: Mapping[str, str], vpc_cidr: str) -> AwsAccess:

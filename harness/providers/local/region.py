@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import netns
+from harness.command_lines import EtcdServingTls
 from harness.config import Config, RegionSpec
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, Status
-from harness.command_lines import EtcdServingTls
 from harness.providers.base import EtcdTls, KubeAccess, LinkImpairment, Member, Node, Seed
 from harness.providers.etcd_view import EtcdView, read_metrics
 from harness.providers.local import effects
 from harness.providers.local import etcd as etcdproc
 from harness.providers.state import StateBacked, read_state, state_path, stop_watchdogs, write_state
+from harness.wait import first_within
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
@@ -384,9 +385,7 @@ def _ancestry() -> set[int]:
 
 
 def _reap(pid: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while etcdproc.alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    first_within(lambda: None if etcdproc.alive(pid) else True, f"process {pid} to exit", timeout, interval=0.01)
 
 
 class LocalRegion:
