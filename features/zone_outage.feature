@@ -52,10 +52,15 @@ Feature: A zone outage in a three-zone region
     And all members end with equal HashKV
 
   Scenario Outline: Any one zone may go down
+    Whichever zone holds the leader when this runs. Two survivors can take more than one
+    election to agree: a pre-vote that reaches the other while it still heard the leader less
+    than an election timeout (1 s) ago is refused, and two candidates at once split the vote;
+    each costs another randomized election timeout (1-2 s). 3.1 and 3.9 s were seen here.
+
     Given write and read probes run every 10 ms from a client in zone "<client>"
-    When zone "<zone>" goes down for 3 s
+    When zone "<zone>" goes down for 5 s
     Then a leader exists in a surviving zone
-    And writes resume within 3 s of the outage
+    And writes resume within 5 s of the outage
     When zone "<zone>" comes back
     Then its member catches up within 10 s
 

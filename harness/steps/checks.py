@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from typing import Callable, TypeVar
 
 from pytest_bdd import parsers, then
@@ -58,6 +60,21 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
     terms = av.terms_seen(probe.history.samples, outage.start, end)
     judge.equal(seen, {outage.leader_id_before}, f"leaders reported during the outage (before: {outage.leader_before})")
     judge.equal(terms, {outage.term_before}, f"raft terms reported during the outage (before: {outage.term_before})")
+
+
+@then(parsers.parse("the leader is deposed within {limit:g} s of the return"))
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    """A member that was cut off comes back with a higher raft term and forces an election (what
+    pre-vote exists to prevent): a term above the one before the outage, within `limit` s."""
+    judge.holds(outage.healed_at is not None, "the outage ended (a When-step brought it back)", seen=outage.returned)
+    assert outage.healed_at is not None
+    wait = outage.healed_at + limit + 0.5 - timeline.now()
+    if wait > 0:
+        time.sleep(wait)
+    terms = av.terms_seen(probe.history.samples, outage.healed_at, outage.healed_at + limit)
+    judge.holds(max(terms, default=0) > outage.term_before,
+                f"a raft term above {outage.term_before} (before the outage) within {limit:g} s of the return",
+                seen=sorted(terms))
 
 
 @then("a leader exists in a surviving zone")

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from harness import netns
 from harness.errors import ConfigError, HarnessError
-from harness.kube.processes import process_state, spawn
+from harness.kube.processes import log_tail, process_state, spawn
 from harness.providers.base import PORTS, LinkImpairment
-from harness.wait import first_within, wait_for
 from harness.providers.local.etcd import signal_pid
+from harness.wait import first_within, wait_serving
 
 if TYPE_CHECKING:
     from harness.providers.local.region import LocalEnvironment
@@ -213,10 +213,12 @@ def delay_links(env: LocalEnvironment, zones: Sequence[tuple[str, str]], delay_m
     log = env.config.state_dir / env.spec.name / "logs" / f"delay-line-{dev}.log"
     ready = log.with_suffix(".ready")
     ready.unlink(missing_ok=True)
-    spawn(f"delay line {dev}", ["ip", "netns", "exec", router, sys.executable, "-m", "harness.providers.local.delay_line",
-                                "--dev", dev, "--delay-ms", str(delay_ms), "--jitter-ms", str(jitter_ms),
-                                "--ready", str(ready)], log)
-    wait_for(ready.exists, bool, f"the delay line {dev} to be up", t, interval=0.02)
+    popen, _ = spawn(f"delay line {dev}", ["ip", "netns", "exec", router, sys.executable, "-m",
+                                           "harness.providers.local.delay_line", "--dev", dev, "--delay-ms", str(delay_ms),
+                                           "--jitter-ms", str(jitter_ms), "--ready", str(ready)], log)
+    wait_serving(lambda: None if ready.exists() else "its device is not up yet",
+                 lambda: None if popen.poll() is None else f"it exited ({popen.returncode}); its log {log}:\n{log_tail(log)}",
+                 f"the delay line {dev}", t, interval=0.02)
     ready.unlink(missing_ok=True)
     for dst in dict.fromkeys(b for _, b in zones):
         netns.run(["ip", "-n", router, "route", "replace", env.names.subnet(dst), "dev", dev, "table", str(table)], timeout=t)

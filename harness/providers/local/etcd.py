@@ -90,9 +90,8 @@ def member_args(
         f"--heartbeat-interval={settings.heartbeat_ms}",
         f"--election-timeout={settings.election_ms}",
     ]
-    # 3.4 defaults pre-vote off; 3.5+ defaults it on and still accepts the flag.
-    if settings.pre_vote:
-        args.append("--pre-vote=true")
+    # Said either way: 3.4 defaults pre-vote off, 3.5+ on; both take the flag.
+    args.append(f"--pre-vote={'true' if settings.pre_vote else 'false'}")
     if settings.snapshot_count is not None:
         args.append(f"--snapshot-count={settings.snapshot_count}")
     if settings.backend_batch_interval_ms is not None:

@@ -105,3 +105,12 @@ Feature: False statements about zone outages, judged on real runs
     When the target zone can no longer send to the other zones
     And 3 s pass
     Then the longest write gap during the outage is under 0.1 s
+
+  Scenario: The leader is deposed after a bridge although pre-vote is on
+    Fails with: a raft term above
+    Given the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When zones "zone-a" and "zone-b" can no longer reach each other
+    And 3 s pass
+    And the links come back
+    Then the leader is deposed within 3 s of the return

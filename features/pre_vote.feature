@@ -1,0 +1,18 @@
+@outage @grey
+Feature: What pre-vote prevents: a member cut off from its leader deposing it on its return
+  A member that hears no leader campaigns. Without pre-vote it raises its raft term each
+  time; the member that still hears the leader ignores it (check-quorum's lease), but once the
+  member is back its higher term reaches the leader, which steps down: an election nothing
+  needed (etcd #8129's shape, and why etcd 3.5 turned pre-vote on). With pre-vote, a member
+  first asks whether it could win, keeps its term while it cannot, and comes back quietly:
+  grey.feature's bridge between the leader and a follower keeps its leader, and the must-fail
+  suite shows this scenario's last step failing on a region with pre-vote on.
+
+  Scenario: Without pre-vote, the member cut off by a bridge deposes the leader when it returns
+    Given a fresh region with 3 etcd members spread over 3 zones, pre-vote off
+    And the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When zones "zone-a" and "zone-b" can no longer reach each other
+    And 3 s pass
+    And the links come back
+    Then the leader is deposed within 3 s of the return
