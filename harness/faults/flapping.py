@@ -28,6 +28,7 @@ from harness.errors import ConfigError, HarnessError
 from harness.faults.base import Fault, Injection
 from harness.kube.processes import ProcessRecord, signal_group, spawn
 from harness.providers.base import Environment
+from harness.wait import first_within
 
 STOP_WAIT_S = 10.0  # a flapper told to stop heals and exits within this
 
@@ -89,10 +90,8 @@ class Flapping:
         if data.get("flapper"):
             flapper = ProcessRecord.from_dict(data["flapper"])
             signal_group(flapper, signal.SIGTERM)
-            deadline = time.monotonic() + STOP_WAIT_S
-            while flapper.alive() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            signal_group(flapper, signal.SIGKILL)
+            if not first_within(lambda: None if flapper.alive() else True, "the flapping process to stop", STOP_WAIT_S):
+                signal_group(flapper, signal.SIGKILL)
         state = Path(data["state_file"]) if data.get("state_file") else None
         last = _read(state) if state else {}
         self.inner.heal(env, target, last.get("data") or {"run_id": _inner_run_id(data["run_id"])})
