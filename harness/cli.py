@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--data-on-disk", action="store_true", default=None,
                     help="etcd's data on a real filesystem ([paths] disk_data_dir) instead of tmpfs, where fsync costs "
                          "nothing")
+    up.add_argument("--member-disk-mib", type=int,
+                    help="each member's data directory on a filesystem of its own of this size (tmpfs, at least 160), "
+                         "which the member-disk-full fault fills (default 0: one filesystem for all)")
     up.add_argument("--kubernetes", action="store_true",
                     help="also start the local seed: a Kubernetes control plane with one kwok node per region node "
                          "(binaries built from pinned Go modules on first use), its context merged into the kubeconfig")
@@ -88,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     fault.add_argument("--up-min-s", type=float, default=None, help="zone-link-flap, node-flap: least seconds up between (default 2)")
     fault.add_argument("--up-max-s", type=float, default=None, help="zone-link-flap, node-flap: most seconds up (default: the least)")
     fault.add_argument("--seed", type=int, default=None, help="zone-link-flap, node-flap: the up times' random seed (replays)")
+    fault.add_argument("--leave-kib", type=int, default=None, help="member-disk-full: KiB left free (default 0)")
     fault.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
     fault.add_argument("--max-duration", type=float, default=None,
                        help="seconds after which the fault heals itself, even if the harness is gone (default: "
@@ -161,7 +165,8 @@ def _config(args: argparse.Namespace) -> Config:
             overrides[key] = value
     if args.command == "up":
         for key, value in (("members", args.members), ("layout", args.layout), ("nodes_per_zone", args.nodes_per_zone),
-                           ("hosts_per_zone", args.hosts_per_zone), ("data_on_disk", args.data_on_disk)):
+                           ("hosts_per_zone", args.hosts_per_zone), ("data_on_disk", args.data_on_disk),
+                           ("member_disk_mib", args.member_disk_mib)):
             if value is not None:
                 overrides[f"region.{key}"] = value
         if args.zones:
@@ -282,7 +287,8 @@ def _fault(env: Environment, args: argparse.Namespace) -> int:
                                                   ("rate_kbytes", args.rate_kbytes), ("port", args.port),
                                                   ("delay_ms", args.delay_ms), ("jitter_ms", args.jitter_ms),
                                                   ("down_s", args.down_s), ("up_min_s", args.up_min_s),
-                                                  ("up_max_s", args.up_max_s), ("seed", args.seed)) if v is not None}
+                                                  ("up_max_s", args.up_max_s), ("seed", args.seed),
+                                                  ("leave_kib", args.leave_kib)) if v is not None}
     if args.subnet_tag:
         bad = [t for t in args.subnet_tag if "=" not in t or not t.partition("=")[0]]
         if bad:

@@ -55,6 +55,9 @@ class EtcdSettings:
     tls: bool = False
 
 
+MIN_MEMBER_DISK_MIB = 160  # etcd's write-ahead log: a 64 MiB segment, and the next one preallocated
+
+
 @dataclass(frozen=True)
 class RegionSpec:
     """Shape of the embedded local region."""
@@ -69,6 +72,9 @@ class RegionSpec:
     # etcd's data on a real filesystem (paths.disk_data_dir) instead of tmpfs, where fsync costs
     # nothing and a killed process's unsynced writes survive in the page cache.
     data_on_disk: bool = False
+    # > 0: each member's data directory is a filesystem of its own of this many MiB (tmpfs), which
+    # the member-disk-full fault fills; 0: every member's data shares the region's filesystem.
+    member_disk_mib: int = 0
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -79,6 +85,13 @@ class RegionSpec:
             raise ConfigError(f"zones must be a non-empty list of distinct names, got {list(self.zones)}")
         if len(self.zones) > 9:
             raise ConfigError(f"at most 9 zones are supported, got {len(self.zones)}")
+        if self.member_disk_mib and not MIN_MEMBER_DISK_MIB <= self.member_disk_mib <= 4096:
+            raise ConfigError(f"member_disk_mib must be 0 (no disk of its own) or {MIN_MEMBER_DISK_MIB}-4096 MiB (etcd "
+                              f"preallocates its write-ahead log 64 MiB at a time, the next segment too), got "
+                              f"{self.member_disk_mib}")
+        if self.member_disk_mib and self.data_on_disk:
+            raise ConfigError("member_disk_mib gives each member a tmpfs of its own; it cannot be combined with "
+                              "data_on_disk (one real filesystem for all)")
         for zone in self.zones:
             if not zone.replace("-", "").isalnum() or len(zone) > 10:
                 raise ConfigError(f"zone name {zone!r} must be alphanumeric with dashes, at most 10 characters")

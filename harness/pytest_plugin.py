@@ -89,6 +89,8 @@ MARKERS = {
     "zone_outage": "a whole zone is cut off at the router",
     "node_failure": "a node's processes are killed, frozen or its link goes down",
     "grey": "grey network failures between zones: one direction, partial partitions, loss, MTU trouble",
+    "disk": "a member's disk full (a filesystem of its own, filled) or slow (etcd's raftBeforeSave failpoint)",
+    "detect": "time to detect: when etcd's /health, its peer streams, /readyz, the load balancer and NotReady see a fault",
     "explore": "seeded random schedules of faults under load, judged by every validator (harness explore)",
     "quorum": "scenarios about etcd quorum loss and recovery",
     "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
@@ -595,8 +597,8 @@ class Probes:
         self.running: list[Any] = []
         self.histories: list[ProbeHistory] = []
 
-    def start(self, etcd: EtcdMembers, via_zone: str, interval: float) -> AvailabilityProbe:
-        return self.add(AvailabilityProbe(etcd, self.timeline, via_zone, interval).start())
+    def start(self, etcd: EtcdMembers, via_zone: str, interval: float, value_size: int = 0) -> AvailabilityProbe:
+        return self.add(AvailabilityProbe(etcd, self.timeline, via_zone, interval, value_size).start())
 
     def add(self, probe: Any) -> Any:
         """Keep a started probe (anything with stop() -> history, or None when its samples are

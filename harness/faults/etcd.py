@@ -1,6 +1,7 @@
 """Faults inside etcd and on its peer network, the ones historical etcd bugs need: etcd's own
 gofail failpoints (a crash before the log is saved, a sleep before a watch response), a member
-paused for a precise time, and a member's peer traffic blackholed while its clients still reach it."""
+paused for a precise time, a member's peer traffic blackholed while its clients still reach it,
+and a member's disk full."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any, ClassVar
 
 from harness.errors import ConfigError
 from harness.faults.base import Injection, lacks
-from harness.providers.base import Environment, MemberFailpoints, MemberProcesses, MemberSignals, PeerNetwork
+from harness.providers.base import (Environment, MemberDisks, MemberFailpoints, MemberProcesses, MemberSignals,
+                                    PeerNetwork)
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # gofail's terms: [N%][N*]action[(argument)][->term]; actions off, return, sleep, panic, break, print.
@@ -120,3 +122,38 @@ class PeerBlackhole:
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         assert isinstance(env, PeerNetwork)
         env.restore_peer_traffic(target, data)
+
+
+class MemberDiskFull:
+    """The member's own filesystem filled up to `leave_kib` KiB free (a volume full of something
+    else, a runaway log): etcd's next write that needs space fails. Heal frees the space and starts
+    the member again if the full disk took it down."""
+
+    kind: ClassVar[str] = "member-disk-full"
+
+    def __init__(self, leave_kib: int = 0) -> None:
+        if isinstance(leave_kib, bool) or not isinstance(leave_kib, int) or not 0 <= leave_kib <= 1 << 20:
+            raise ConfigError(f"leave_kib is the KiB to leave free, 0-1048576, got {leave_kib!r}")
+        self.leave = leave_kib * 1024
+
+    def available(self, env: Environment) -> str | None:
+        return lacks(env, MemberDisks, "fill a member's disk")
+
+    def validate(self, env: Environment, target: str) -> str:
+        return env.member(target).name
+
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        assert isinstance(env, MemberDisks)
+        ctx.record({"leave_bytes": self.leave})  # in the ledger before the ballast exists
+        return env.fill_member_disk(target, self.leave)
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, MemberDisks)
+        free = env.member_disk_free(target)
+        return {"free_bytes": free, "ballast_bytes": data.get("ballast_bytes")} if free <= self.leave + 65536 else None
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        assert isinstance(env, MemberDisks)
+        env.free_member_disk(target, data)
+        if isinstance(env, MemberProcesses) and not env.member_running(target):
+            env.start_member(target)

@@ -75,7 +75,8 @@ def recorded_path(data: dict[str, Any]) -> str:
 
 
 class AvailabilityProbe:
-    def __init__(self, env: EtcdCluster, timeline: Timeline, via_zone: str, interval: float = 0.010) -> None:
+    def __init__(self, env: EtcdCluster, timeline: Timeline, via_zone: str, interval: float = 0.010,
+                 value_size: int = 0) -> None:
         if not 0 < interval <= MAX_INTERVAL:
             raise ConfigError(f"probe interval must be in (0, {MAX_INTERVAL}] s, got {interval}")
         self.env = env
@@ -83,6 +84,7 @@ class AvailabilityProbe:
         self.via_zone = env.zone(via_zone)
         env.client_netns(self.via_zone)  # no vantage point there: said here, not in a probe thread
         self.interval = interval
+        self.value_size = value_size  # bytes each write's value is padded to: large ones span many packets
         self.timeout = env.config.timeouts.probe_request
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -100,7 +102,7 @@ class AvailabilityProbe:
         ]
         for t in self._threads:
             t.start()
-        self.timeline.mark("probe", "start", via_zone=self.via_zone, interval=self.interval)
+        self.timeline.mark("probe", "start", via_zone=self.via_zone, interval=self.interval, value_size=self.value_size)
         return self
 
     def stop(self) -> ProbeHistory:
@@ -128,7 +130,7 @@ class AvailabilityProbe:
                 name = order[current]
                 t0 = self.timeline.now()
                 try:
-                    rev = clients[name].put(f"{self.history.prefix}{seq:08d}", f"{t0:.6f}")
+                    rev = clients[name].put(f"{self.history.prefix}{seq:08d}", f"{t0:.6f}".ljust(self.value_size, "."))
                     record(Sample("write", name, t0, self.timeline.now(), True, seq=seq, revision=rev))
                 except EtcdRequestError as e:
                     record(Sample("write", name, t0, self.timeline.now(), False, seq=seq, error=str(e)[-160:]))

@@ -190,6 +190,10 @@ class EtcdCluster(Vantages, Protocol):
         """The member's Prometheus metrics text, read from its own zone; raises HarnessError when
         they cannot be read."""
 
+    def member_health(self, member: str) -> tuple[bool, str]:
+        """etcd's own verdict on the member: GET /health, read as `metrics` is (a kubelet's probe
+        stands there too). (True, body) when it says healthy; (False, body or why it did not answer)."""
+
 
 def zone_pair(src: str, dst: str) -> str:
     """How traffic from one zone to another is named, on the wire and in the metrics."""
@@ -219,6 +223,16 @@ def shoot_etcd(env: object, seed: Seed, namespace: str, name: str) -> EtcdCluste
         raise CapabilityMissing(f"the {getattr(env, 'provider', '')} environment cannot reach the etcd members of the "
                                 f"control plane in {namespace}")
     return env.shoot_etcd(seed, namespace, name)
+
+
+@runtime_checkable
+class LoadBalancerTargets(Protocol):
+    """Environments that can say how the shoot API's load balancer sees its targets (the local
+    seed's HAProxy; on a cloud, the target group's health)."""
+
+    def load_balancer_targets(self) -> dict[str, str]:
+        """Target address -> its state as the load balancer's own health checks see it ("UP",
+        "DOWN", ...); raises HarnessError when it cannot be read."""
 
 
 @runtime_checkable
@@ -265,6 +279,19 @@ class MemberSignals(Protocol):
     def pause_member(self, member: str) -> int | None: ...
     def resume_member(self, member: str) -> None: ...
     def member_paused(self, member: str) -> bool: ...
+
+
+@runtime_checkable
+class MemberDisks(Protocol):
+    """Environments whose members' data directories are filesystems of their own the harness can fill."""
+
+    def fill_member_disk(self, member: str, leave_bytes: int) -> dict[str, Any]:
+        """Take all but `leave_bytes` of the member's filesystem; the record heal gets back."""
+
+    def free_member_disk(self, member: str, data: dict[str, Any]) -> None: ...
+
+    def member_disk_free(self, member: str) -> int:
+        """Bytes free on the member's filesystem now."""
 
 
 @runtime_checkable

@@ -4,6 +4,7 @@ member's status, the leader they agree on, and the wait until they are healthy a
 from __future__ import annotations
 
 import http.client
+import json
 from typing import TYPE_CHECKING
 
 from harness.errors import CapabilityMissing, HarnessError
@@ -80,16 +81,36 @@ class EtcdView(Topology):
         )
 
 
-def read_metrics(conn: http.client.HTTPConnection) -> str:
-    """GET /metrics on `conn` (closed after); raises HarnessError when they cannot be read."""
+def read_endpoint(conn: http.client.HTTPConnection, path: str) -> tuple[int, str]:
+    """GET `path` on `conn` (closed after): status and body; raises HarnessError when no answer came."""
     try:
-        conn.request("GET", "/metrics")
+        conn.request("GET", path)
         resp = conn.getresponse()
-        text = resp.read().decode(errors="replace")
+        return resp.status, resp.read().decode(errors="replace")
     except (OSError, http.client.HTTPException) as e:
         raise HarnessError(f"{type(e).__name__}: {e}") from None
     finally:
         conn.close()
-    if resp.status != 200:
-        raise HarnessError(f"HTTP {resp.status} from /metrics")
+
+
+def read_metrics(conn: http.client.HTTPConnection) -> str:
+    """GET /metrics on `conn`; raises HarnessError when they cannot be read."""
+    status, text = read_endpoint(conn, "/metrics")
+    if status != 200:
+        raise HarnessError(f"HTTP {status} from /metrics")
     return text
+
+
+def read_health(conn: http.client.HTTPConnection) -> tuple[bool, str]:
+    """etcd's GET /health on `conn`: healthy when it answers 200 with {"health":"true"}; an answer
+    that did not come is unhealthy too, as a kubelet's probe counts a timeout."""
+    try:
+        status, text = read_endpoint(conn, "/health")
+    except HarnessError as e:
+        return False, str(e)
+    try:
+        said = json.loads(text)
+    except ValueError:
+        said = {}
+    healthy = status == 200 and isinstance(said, dict) and said.get("health") == "true"
+    return healthy, f"HTTP {status}: {text.strip()[:200]}"

@@ -23,7 +23,7 @@ from harness.kube.portforward import PortForward
 from harness.netns import NsHTTPSConnection
 from harness.probes import placement
 from harness.providers.base import Member, Seed
-from harness.providers.etcd_view import EtcdView, read_metrics
+from harness.providers.etcd_view import EtcdView, read_health, read_metrics
 
 if TYPE_CHECKING:
     from harness.config import Config
@@ -119,11 +119,18 @@ class KubeEtcd(EtcdView):
         return address
 
     def metrics(self, member: str) -> str:
+        return read_metrics(self._client_listener(member))
+
+    def member_health(self, member: str) -> tuple[bool, str]:
+        return read_health(self._client_listener(member))
+
+    def _client_listener(self, member: str) -> http.client.HTTPConnection:
+        """The member's client port through its forward (etcd serves /metrics and /health there too)."""
         port, timeout = self.forwards[self.member(member).name].local_port, self.config.timeouts.status_request * 4
         if self.tls is None:
-            return read_metrics(http.client.HTTPConnection("127.0.0.1", port, timeout=timeout))
-        return read_metrics(NsHTTPSConnection(self.tls.server_name or "127.0.0.1", port, timeout, None, self.tls.context(),
-                                              dial=("127.0.0.1", port)))
+            return http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        return NsHTTPSConnection(self.tls.server_name or "127.0.0.1", port, timeout, None, self.tls.context(),
+                                 dial=("127.0.0.1", port))
 
     def wait_healthy(self, timeout: float | None = None, members: list[str] | None = None,
                      max_lag: int = 20) -> object:

@@ -69,6 +69,9 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
     pods = [[escape(ph["namespace"]), _fmt(ph["samples"]), _fmt(ph["errors"]),
              escape(", ".join(f"{z}: {n}" for z, n in ph["min_ready"].items())), _fmt(ph["max_pending"])]
             for ph in s.get("pod_phases", [])]
+    detected = [[escape(d["detector"]), escape(d["zone"]), escape(d["before"]), _fmt(d["detected_after_s"], "s"),
+                 _fmt(d["recovered_after_s"], "s"), _fmt(d["unreadable_s"] or None, "s")]
+                for d in s.get("time_to_detect", [])]
     links = " ".join(x for x in (
         _link(run_dir, s.get("timeline"), "timeline JSON"),
         *(_link(run_dir, log, f"logs {Path(log).name}") for log in s.get("logs", [])),
@@ -99,7 +102,9 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
               _table(["traffic not counted", "member or pair", "as", "why"], uncounted),
               _table(["anomaly", "details"], anomalies), _table(["placement", "pod", "zone", "node", "phase"], placement),
               _table(["pods sampled in", "samples", "failed to list", "fewest Running+ready per zone",
-                      "most Pending"], pods)]
+                      "most Pending"], pods),
+              _table(["detector (time to detect, from the first fault's effect)", "zone", "before", "failing after",
+                      "ok again after", "unreadable for"], detected)]
     if links:
         parts.append(f"<p>{links}</p>")
     parts.append("</section>")

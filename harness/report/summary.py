@@ -11,6 +11,8 @@ from typing import Any, Iterable
 from harness.probes.availability import recorded_path
 from harness.probes.samples import Sample
 from harness.report import figures as fig
+from harness.timeline import Event
+from harness.validate import detection
 from harness.validate.availability import longest_write_gap
 
 SCHEMA = 2  # 2: write_unavailability per probe path; not_run lists {nodeid, name, reason}, skipped included
@@ -74,6 +76,19 @@ def write_unavailability(timeline: dict[str, Any], windows: list[dict[str, Any]]
     return out
 
 
+def time_to_detect(timeline: dict[str, Any], windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each detector the scenario watched: how long after the first fault took effect it first said
+    "failing" (and "ok" again), beside when each write probe first saw a write fail. [] without
+    faults or detectors."""
+    events = [Event(**e) for e in timeline.get("events", []) if e["kind"] == detection.EVENT]
+    if not windows or not events:
+        return []
+    start = min(w.get("effective_at") or w["injected_at"] or w["start"] for w in windows)
+    until = max(e["start"] for e in timeline["events"])
+    clients = {probe_name(h): detection.first_failure(samples(h), start) for h in timeline.get("histories", [])}
+    return detection.table(detection.detections(events, start, until), start, clients)
+
+
 def loads(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     keep = ("rate", "requests", "failures", "ops_per_s", "p99_ms", "processes")
     return [{"profile": e["name"], "start": e["start"], "end": e.get("end"),
@@ -131,6 +146,7 @@ def scenario(result: dict[str, Any], timeline: dict[str, Any] | None = None) -> 
         "traffic": traffic(events),
         "anomalies": [{"name": e["name"], **e.get("data", {})} for e in events if e["kind"] == "anomaly"],
         "pod_phases": pod_phases(events),
+        "time_to_detect": time_to_detect(timeline, windows),
         "placement": [{"name": e["name"], "pods": e["data"].get("pods", [])} for e in events if e["kind"] == "placement"],
         "timeline": result.get("timeline"),
         "porcupine": result.get("porcupine"),

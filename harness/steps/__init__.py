@@ -2,4 +2,5 @@
 through target_fixture. Registered by the harness's pytest plugin."""
 
 STEP_MODULES = ["harness.steps.region", "harness.steps.faults", "harness.steps.checks", "harness.steps.placement",
-                "harness.steps.shoot", "harness.steps.load", "harness.steps.aws", "harness.steps.clients"]
+                "harness.steps.shoot", "harness.steps.load", "harness.steps.aws", "harness.steps.clients",
+                "harness.steps.detectors"]

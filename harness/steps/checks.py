@@ -11,7 +11,8 @@ from pytest_bdd import parsers, then
 from harness import judge
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged_keys, settled_hashes
-from harness.providers.base import EtcdCluster
+from harness.errors import CapabilityMissing
+from harness.providers.base import EtcdCluster, MemberProcesses
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
@@ -147,6 +148,19 @@ def equal_hashes(etcd: EtcdCluster, what: str) -> None:
     revisions, hashes = settled_hashes(etcd, etcd.config.timeouts.recovery)
     judge.holds(hashes is not None, f"{what} reach one revision once writes stopped", seen=revisions)
     judge.none_of(diverging_hashes(hashes or {}), f"{what} whose HashKV differs")
+
+
+@then(parsers.parse('member "{member}" stops within {limit:g} s of the outage'))
+def _(env, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str, limit: float) -> None:
+    """Its process gone, seen every 50 ms from the outage's effect."""
+    if not isinstance(env, MemberProcesses):
+        raise CapabilityMissing("this environment cannot tell whether a member's process runs")
+    name = etcd.member(member).name
+    stopped = first_within(lambda: None if env.member_running(name) else timeline.now(), f"{name} stopped",
+                           max(0.0, outage.start + limit + 0.5 - timeline.now()))
+    after = None if stopped is None else stopped - outage.start
+    timeline.mark("figure", f"{name} stopped after the outage's effect", value=after, unit="s")
+    judge.at_most(after, limit, f"time until {name} stopped", "it still ran")
 
 
 @then("all members end with equal HashKV")

@@ -79,8 +79,10 @@ def _restore(faults: FaultRunner, timeline: Timeline, outage: Outage, targets: l
     return outage
 
 
-def _links(etcd: EtcdCluster, faults: FaultRunner, kind: str, target: str, options: dict[str, Any],
-           zones_down: list[str]) -> Outage:
+def _grey(etcd: EtcdCluster, faults: FaultRunner, kind: str, target: str, options: dict[str, Any],
+          zones_down: list[str]) -> Outage:
+    """A fault short of a zone outage; `zones_down`: the zones it counts as cut off (none: every
+    zone is still there, sick)."""
     outage = apply_faults(etcd, faults, [(kind, target, options)])
     outage.zones_down = zones_down
     return outage
@@ -90,40 +92,40 @@ def _links(etcd: EtcdCluster, faults: FaultRunner, kind: str, target: str, optio
 def _(etcd, faults, target_zone: str, how: str) -> Outage:
     """One way only: its egress (it still hears the others) or its ingress (they still hear it)."""
     target = f"{target_zone}>*" if how == "send to" else f"*>{target_zone}"
-    return _links(etcd, faults, "zone-link-cut", target, {}, [target_zone])
+    return _grey(etcd, faults, "zone-link-cut", target, {}, [target_zone])
 
 
 @when(parsers.parse('zone "{a}" can no longer send to zone "{b}"'), target_fixture="outage")
 def _(etcd, faults, a: str, b: str) -> Outage:
-    return _links(etcd, faults, "zone-link-cut", f"{a}>{b}", {}, [])
+    return _grey(etcd, faults, "zone-link-cut", f"{a}>{b}", {}, [])
 
 
 @when(parsers.parse('zones "{a}" and "{b}" can no longer reach each other'), target_fixture="outage")
 def _(etcd, faults, a: str, b: str) -> Outage:
     """A bridge partition: both still see the third zone."""
-    return _links(etcd, faults, "zone-link-cut", f"{a}<>{b}", {}, [])
+    return _grey(etcd, faults, "zone-link-cut", f"{a}<>{b}", {}, [])
 
 
 @when(parsers.parse('zone "{a}" loses {percent:g} % of its packets to zone "{b}"'), target_fixture="outage")
 def _(etcd, faults, a: str, b: str, percent: float) -> Outage:
-    return _links(etcd, faults, "zone-link-loss", f"{a}>{b}", {"loss_percent": percent}, [])
+    return _grey(etcd, faults, "zone-link-loss", f"{a}>{b}", {"loss_percent": percent}, [])
 
 
 @when(parsers.parse('packets larger than {size:d} bytes are dropped between zones "{a}" and "{b}"'),
       target_fixture="outage")
 def _(etcd, faults, a: str, b: str, size: int) -> Outage:
-    return _links(etcd, faults, "zone-link-mtu", f"{a}<>{b}", {"larger_than": size}, [])
+    return _grey(etcd, faults, "zone-link-mtu", f"{a}<>{b}", {"larger_than": size}, [])
 
 
 @when(parsers.parse("every path between zones is delayed {delay:g} ms ± {jitter:g} ms"), target_fixture="outage")
 def _(etcd, faults, delay: float, jitter: float) -> Outage:
-    return _links(etcd, faults, "zone-link-delay", "*>*", {"delay_ms": delay, "jitter_ms": jitter}, [])
+    return _grey(etcd, faults, "zone-link-delay", "*>*", {"delay_ms": delay, "jitter_ms": jitter}, [])
 
 
 @when(parsers.parse('the link from zone "{a}" to zone "{b}" flaps, down {down:g} s and up {up:g} s at a time'),
       target_fixture="outage")
 def _(etcd, faults, a: str, b: str, down: float, up: float) -> Outage:
-    return _links(etcd, faults, "zone-link-flap", f"{a}<>{b}", {"down_s": down, "up_min_s": up}, [])
+    return _grey(etcd, faults, "zone-link-flap", f"{a}<>{b}", {"down_s": down, "up_min_s": up}, [])
 
 
 @when(parsers.parse('node "{node}" flaps, down {down:g} s and up {low:g} to {high:g} s at a time'),
@@ -170,7 +172,22 @@ def _(etcd, faults, timeline, exploration, seconds: float) -> None:
     etcd.wait_healthy(etcd.config.timeouts.recovery + max((p.seconds for p in planned), default=0.0))
 
 
+@when(parsers.parse('the disk of member "{member}" fills up'), target_fixture="outage")
+def _(etcd, faults, member: str) -> Outage:
+    """Its own filesystem taken to the last byte; it runs on until a write of its needs space."""
+    return _grey(etcd, faults, "member-disk-full", member, {}, [])
+
+
+@when(parsers.parse('every save of member "{member}"\'s log waits {ms:d} ms'), target_fixture="outage")
+def _(etcd, faults, member: str, ms: int) -> Outage:
+    """A slow disk: etcd's raftBeforeSave failpoint sleeps before each write-ahead log save (an
+    etcd built with failpoints)."""
+    return _grey(etcd, faults, "member-failpoint", member, {"name": "raftBeforeSave", "action": f"sleep({ms})"}, [])
+
+
 @when("the links come back", target_fixture="outage")
+@when("the disk is freed", target_fixture="outage")
+@when("the disk is fast again", target_fixture="outage")
 @when("the flapping stops", target_fixture="outage")
 def _(faults, timeline, outage: Outage) -> Outage:
     return _restore(faults, timeline, outage, None)

@@ -52,6 +52,13 @@ def _(region_factory: Callable[..., Environment], members: int, zones: int) -> E
     return _spread(region_factory({"tls": True}, members=members), members, zones)
 
 
+@given(parsers.parse("a fresh region with {members:d} etcd members spread over {zones:d} zones, each member's data on "
+                     "a disk of {mib:d} MiB of its own"), target_fixture="env")
+def _(region_factory: Callable[..., Environment], members: int, zones: int, mib: int) -> Environment:
+    """Each data directory a filesystem of its own (tmpfs of `mib`), which a step can fill."""
+    return _spread(region_factory(members=members, member_disk_mib=mib), members, zones)
+
+
 @given(parsers.parse("a fresh region with {members:d} etcd members at the etcd version under test with snapshot count "
                      "{count:d}"), target_fixture="env")
 def _(region_factory: Callable[..., Environment], members: int, count: int) -> Environment:
@@ -129,3 +136,9 @@ def _(probes, etcd: EtcdCluster, target_zone: str, ms: int) -> AvailabilityProbe
 @given(parsers.parse('write and read probes run every {ms:d} ms from a client in zone "{zone}"'), target_fixture="probe")
 def _(probes, etcd: EtcdCluster, zone: str, ms: int) -> AvailabilityProbe:
     return probes.start(etcd, etcd.zone(zone), ms / 1000)
+
+
+@given(parsers.parse('write probes of {kib:d} KiB values and read probes run every {ms:d} ms from a client in zone '
+                     '"{zone}"'), target_fixture="probe")
+def _(probes, etcd: EtcdCluster, kib: int, zone: str, ms: int) -> AvailabilityProbe:
+    return probes.start(etcd, etcd.zone(zone), ms / 1000, kib * 1024)

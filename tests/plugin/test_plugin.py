@@ -143,8 +143,10 @@ Feature: interrupted
 
 def _start_and_wait_for_fault(pytester: pytest.Pytester, region: str) -> subprocess.Popen[bytes]:
     root = make_project(pytester, LONG_OUTAGE, region)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", str(root)], cwd=root,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Ctrl-C reaches a session started from a terminal even when this one was started in the
+    # background (where the shell hands its children SIGINT ignored).
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", str(root)], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if f"{region}-router" in netns.list_netns() and fault_tables(region):

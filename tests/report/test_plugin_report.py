@@ -115,8 +115,10 @@ def test_no_report_without_the_option(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_session_still_writes_its_report(pytester: pytest.Pytester, sig: signal.Signals) -> None:
     reports = _project(pytester, LONG)
+    # SIGINT as a terminal's Ctrl-C delivers it, even when this session was started in the background
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "--harness-report", str(pytester.path)], cwd=pytester.path,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not (pytester.path / "waiting").exists():
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[0].decode()[-2000:]

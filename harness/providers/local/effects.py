@@ -12,12 +12,14 @@ import re
 import signal
 import sys
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import netns
 from harness.errors import ConfigError, HarnessError
 from harness.kube.processes import log_tail, process_state, spawn
 from harness.providers.base import PORTS, LinkImpairment
+from harness.providers.local import disks
 from harness.providers.local.etcd import signal_pid
 from harness.wait import first_within, wait_serving
 
@@ -361,6 +363,9 @@ def sweep(env: LocalEnvironment) -> list[str]:
         if "state DOWN" in link or ",UP" not in link:
             _link_up(env, node.name)
             done.append(f"link up on {node.name}")
+    for ballast in disks.ballasts(Path(env.state["data_dir"])):
+        ballast.unlink(missing_ok=True)
+        done.append(f"removed {ballast}")
     for m in env.members:
         if not env.member_running(m.name):
             env.start_member(m.name)

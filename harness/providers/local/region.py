@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 from harness import netns
 from harness.command_lines import EtcdServingTls
 from harness.config import Config, RegionSpec
-from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitTimeout
+from harness.errors import (CapabilityMissing, ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError,
+                            WaitTimeout)
 from harness.etcd_gateway import EtcdClient, Status
 from harness.providers.base import EtcdTls, KubeAccess, LinkImpairment, Member, Node, Seed
-from harness.providers.etcd_view import EtcdView, read_metrics
-from harness.providers.local import effects
+from harness.providers.etcd_view import EtcdView, read_health, read_metrics
+from harness.providers.local import disks, effects
 from harness.providers.local import etcd as etcdproc
 from harness.providers.state import StateBacked, read_state, state_path, stop_watchdogs, write_state
 from harness.wait import first_within
@@ -138,10 +139,15 @@ class EtcdMembers(EtcdView):
 
     def metrics(self, member: str) -> str:
         """The member's /metrics (its metrics listener, port 2381), read from its own zone."""
+        return read_metrics(self._metrics_listener(member))
+
+    def member_health(self, member: str) -> tuple[bool, str]:
+        return read_health(self._metrics_listener(member))
+
+    def _metrics_listener(self, member: str) -> netns.NsHTTPConnection:
         m = self.member(member)
         host = m.client_url.split("//")[1].split(":")[0]
-        return read_metrics(netns.NsHTTPConnection(host, 2381, self.config.timeouts.status_request * 4,
-                                                   self.names.client_ns(m.zone)))
+        return netns.NsHTTPConnection(host, 2381, self.config.timeouts.status_request * 4, self.names.client_ns(m.zone))
 
 
 class LocalEnvironment(StateBacked, EtcdMembers):
@@ -168,6 +174,30 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         from harness.providers.local.traffic_counters import zone_pair_bytes
 
         return zone_pair_bytes(self)
+
+    def _data_disk(self, member: str) -> Path:
+        name = self.member(member).name
+        return disks.own_disk(Path(self.state["data_dir"]) / name, name)
+
+    def fill_member_disk(self, member: str, leave_bytes: int) -> dict[str, Any]:
+        path = self._data_disk(member)
+        return {"path": str(path), "ballast_bytes": disks.fill(path, leave_bytes), "leave_bytes": leave_bytes}
+
+    def free_member_disk(self, member: str, data: dict[str, Any]) -> None:
+        disks.empty(Path(self.state["data_dir"]) / self.member(member).name)  # also after a fill that never began
+
+    def member_disk_free(self, member: str) -> int:
+        return disks.free_bytes(self._data_disk(member))
+
+    def load_balancer_targets(self) -> dict[str, str]:
+        """The seed's HAProxy in front of the shoot's kube-apiservers, from its stats socket."""
+        from harness.kube import loadbalancer
+
+        record = self.state.get("loadbalancer") or self.refresh().get("loadbalancer")
+        if not record:
+            raise CapabilityMissing(f"region {self.spec.name} runs no shoot API load balancer: it comes up with the "
+                                    "local seed (`harness up --kubernetes`)")
+        return loadbalancer.backend_states(record)
 
     def shoot_etcd(self, seed: Seed, namespace: str, name: str) -> EtcdMembers:
         from harness.providers.local.shoot import ShootEtcd
@@ -410,6 +440,7 @@ class LocalRegion:
 
     def leftovers(self) -> list[str]:
         found = [ns for ns in netns.list_netns() if self.names.owns(ns)]
+        found += [str(p) for p in disks.mounts_under(self.config.data_dir / self.spec.name)]
         if self.path.exists():
             found.insert(0, str(self.path))
         return found
@@ -532,6 +563,8 @@ class LocalRegion:
             pki = generate_etcd_pki(Path(env.state["tls"]), EtcdNames(tuple(n.address for n in env.nodes)))
             serving = EtcdServingTls(pki.ca, pki.server_cert, pki.server_key, pki.ca, pki.peer_cert, pki.peer_key)
         for m in members:
+            if self.spec.member_disk_mib:
+                disks.mount(data_root / m.name, self.spec.member_disk_mib, self.config.timeouts.command)
             args = etcdproc.member_args(binary, m, initial, data_root / m.name, self.config.etcd, token, serving)
             env.state["members"][m.name] = {
                 "ns": self.names.node_ns(m.node),
@@ -589,6 +622,7 @@ class LocalRegion:
             shutil.rmtree(work, ignore_errors=True)
             removed.append(f"work directory {work}" + (f" (logs kept in {kept})" if kept else ""))
         data = Path(state["data_dir"]) if state else self.config.data_dir / self.spec.name
+        removed += disks.unmount_under(data, self.config.timeouts.command)  # the members' own disks
         if data.exists():
             shutil.rmtree(data, ignore_errors=True)
             removed.append(f"data {data}")

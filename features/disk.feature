@@ -1,0 +1,50 @@
+@outage @grey @disk
+Feature: A member's disk full or slow
+  A member's volume fills up (a runaway log, a snapshot left behind) or turns slow (a noisy
+  neighbour, a throttled cloud volume). Here each member's data directory is a filesystem of its
+  own, filled to the last byte by the harness; a slow disk is etcd's own raftBeforeSave failpoint
+  sleeping before each save of the write-ahead log. etcd does not wait out a full disk: its next
+  backend commit that needs space fails, and the member exits ("failed to commit tx ... no space
+  left on device"). What must hold is what holds for a lost member: the others go on, and the
+  member comes back whole once it has space again.
+
+  Scenario: A follower's disk fills up: it stops, the others go on, and it catches up once space is freed
+    Given a fresh region with 3 etcd members spread over 3 zones, each member's data on a disk of 192 MiB of its own
+    And the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When the disk of member "etcd-1" fills up
+    Then member "etcd-1" stops within 10 s of the outage
+    When 3 s pass
+    Then the longest write gap during the outage is under 0.5 s
+    When the disk is freed
+    Then member "etcd-1" catches up within 10 s
+    And all members end with equal HashKV
+    And no acknowledged write is lost
+
+  Scenario: The leader's disk fills up: it stops and a new leader takes over
+    Given a fresh region with 3 etcd members spread over 3 zones, each member's data on a disk of 192 MiB of its own
+    And the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    When the disk of member "etcd-0" fills up
+    Then member "etcd-0" stops within 10 s of the outage
+    And writes resume within 5 s of the outage
+    When the disk is freed
+    Then member "etcd-0" catches up within 10 s
+    And all members end with equal HashKV
+    And no acknowledged write is lost
+
+  Scenario: The leader's disk is slow: every save of its log waits 100 ms
+    A save that waits holds up the leader's raft loop, and with it its appends and heartbeats;
+    100 ms is a heartbeat interval and a tenth of the election timeout: slower, not down. (At
+    200 ms a write takes longer than the probe's 250 ms timeout: every write fails.)
+
+    Given a fresh region with 3 etcd members at the etcd version under test with failpoints, its backend committed every 100 ms
+    And the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When every save of member "etcd-0"'s log waits 100 ms
+    And 5 s pass
+    Then the etcd leader does not change
+    And the longest write gap during the outage is under 1 s
+    When the disk is fast again
+    Then all members end with equal HashKV
+    And no acknowledged write is lost
