@@ -48,3 +48,21 @@ Feature: A member's disk full or slow
     When the disk is fast again
     Then all members end with equal HashKV
     And no acknowledged write is lost
+
+  Scenario: A runaway writer fills the backend quota: writes stop, reads go on, an operator brings them back
+    etcd's NOSPACE alarm is not about the disk: it is raised when the backend outgrows
+    --quota-backend-bytes, here 16 MiB, by one key rewritten with 64 KiB values until its
+    history fills it. The cluster then refuses every write and serves reads; etcd's runbook
+    (compact, defragment every member, disarm the alarm) brings writes back.
+
+    Given a fresh region with 3 etcd members spread over 3 zones, a backend quota of 16 MiB
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When writes of 64 KiB values to one key fill the backend quota
+    And 2 s pass
+    Then etcd raises its NOSPACE alarm
+    And linearizable writes fail during the outage
+    And serializable reads from the member in zone "zone-b" are still served
+    When an operator reclaims the space: the history compacted, every member defragmented, the alarm disarmed
+    Then writes resume within 5 s of its return
+    And all members end with equal HashKV
+    And no acknowledged write is lost

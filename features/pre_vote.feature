@@ -18,3 +18,21 @@ Feature: What pre-vote prevents: a member cut off from its leader deposing it on
     And 3 s pass
     And the links come back
     Then the leader is deposed within 10 s of the return
+
+  Scenario Outline: The leader's packets to one follower mostly lost: elections a minute with pre-vote <pre-vote>
+    70 % of the leader's packets to zone-b are lost: TCP retransmits them, backing off, and the
+    follower in zone-b goes seconds without hearing the leader, and campaigns. With pre-vote its
+    campaign cannot raise the term while the others still hear the leader; without, its higher
+    term reaches the leader in its next answer, and the leader steps down.
+
+    Given <region>
+    And the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When zone "zone-a" loses 70 % of its packets to zone "zone-b"
+    And 30 s pass
+    Then <elections>
+
+    Examples:
+      | pre-vote | region                                                                    | elections                                                |
+      | on       | a healthy region with 3 etcd members spread over 3 zones                  | at most 0 leader elections happen per minute of the outage |
+      | off      | a fresh region with 3 etcd members spread over 3 zones, pre-vote off      | at least 2 leader elections happen during the outage      |

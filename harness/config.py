@@ -46,6 +46,7 @@ class EtcdSettings:
     # --backend-batch-interval: how often the backend commits (None: etcd's 100 ms). Shorter means
     # more commits landing in the middle of an apply, the window some crash bugs need.
     backend_batch_interval_ms: int | None = None
+    quota_backend_mib: int | None = None  # --quota-backend-bytes in MiB (None: etcd's 2 GiB)
     etcdctl: str | None = None  # None: next to the etcd binary, else on PATH
     heartbeat_ms: int = 100
     election_ms: int = 1000
@@ -53,6 +54,12 @@ class EtcdSettings:
     # Clients and peers over TLS, each side checking the other's certificate (as GEP-20's figures
     # were measured and etcd-druid runs it); the region makes its own CA at `up`.
     tls: bool = False
+
+    def __post_init__(self) -> None:
+        q = self.quota_backend_mib
+        if q is not None and (isinstance(q, bool) or not isinstance(q, int) or not 1 <= q <= 8192):
+            raise ConfigError(f"[etcd] quota_backend_mib is the backend's quota in MiB, 1-8192 (etcd's default: 2048), "
+                              f"got {q!r}")
 
 
 MIN_MEMBER_DISK_MIB = 160  # etcd's write-ahead log: a 64 MiB segment, and the next one preallocated

@@ -128,6 +128,18 @@ class EtcdClient:
         """Defragment this member's backend (it holds the member's writes while it runs)."""
         self.call("/v3/maintenance/defragment", {}, timeout=timeout)
 
+    def compact(self, revision: int) -> None:
+        """Compact the keyspace's history up to `revision` (physically: done when this returns)."""
+        self.call("/v3/kv/compaction", {"revision": revision, "physical": True}, timeout=max(self.timeout, 30.0))
+
+    def alarms(self) -> list[tuple[int, str]]:
+        """The cluster's raised alarms: (member id, alarm), e.g. (123, "NOSPACE")."""
+        payload = self.call("/v3/maintenance/alarm", {"action": "GET"})
+        return [(int(a.get("memberID", 0)), str(a.get("alarm", "NONE"))) for a in payload.get("alarms") or []]
+
+    def disarm(self, member_id: int, alarm: str) -> None:
+        self.call("/v3/maintenance/alarm", {"action": "DEACTIVATE", "memberID": str(member_id), "alarm": alarm})
+
     def move_leader(self, member_id: int) -> None:
         """Hand leadership to `member_id` (etcd's MoveLeader; asked of the current leader)."""
         self.call("/v3/maintenance/transfer-leadership", {"targetID": str(member_id)}, timeout=max(self.timeout, 10.0))

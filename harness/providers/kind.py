@@ -1,7 +1,8 @@
 """The kind provider: a kind cluster of one control-plane node and worker nodes labelled with
 the region's zones. Node failure kills or pauses the node's container; a zone outage
 disconnects the zone's node containers from the cluster's network and reconnects them with
-their old addresses. That needs a network with an IPv4 subnet of its own (Docker refuses a
+their old addresses; grey link faults between zones are iptables chains inside the source
+zone's node containers (harness.providers.kind_links). That needs a network with an IPv4 subnet of its own (Docker refuses a
 chosen address otherwise), so the harness creates one and has kind use it.
 
 kind needs a Docker engine, which these machines do not run: the config and every command
@@ -20,7 +21,8 @@ from typing import Any, Callable, Sequence
 from harness.config import Config
 from harness.errors import EnvironmentStateError, FaultError, PrerequisiteError
 from harness.kube.controlplane import ZONE_LABEL
-from harness.providers.base import Seed
+from harness.providers import kind_links
+from harness.providers.base import LinkImpairment, Seed
 from harness.providers.cluster import ClusterEnvironment, ClusterProvider, seed_of
 from harness.providers.state import write_state
 
@@ -132,6 +134,51 @@ class KindEnvironment(ClusterEnvironment):
         else:
             self._reconnect(data.get("addresses", {}))
 
+    def impair_links(self, paths: Sequence[tuple[str, str]], impairment: LinkImpairment, run_id: str) -> dict[str, Any]:
+        """A chain of the fault's own in every node of each source zone (see harness.providers.kind_links)."""
+        name = kind_links.chain(run_id)
+        plan: dict[str, dict[str, list[str]]] = {}
+        for a in sorted({a for a, _ in paths}):
+            for node in self.nodes_in(a):
+                if self._address(node.name) is None:
+                    continue  # off the network (another fault): nothing leaves it to drop
+                routes = self.run(["docker", "exec", node.name, "ip", "-o", "-4", "route", "show"])
+                plan[node.name] = {}
+                for b in sorted({b for x, b in paths if x == a}):
+                    addresses = [ad for n in self.nodes_in(b) if (ad := self._address(n.name)) is not None]
+                    plan[node.name][b] = addresses + kind_links.pod_cidrs(routes, addresses)
+        for node, destinations in plan.items():
+            for argv in kind_links.apply_commands(name, destinations, impairment):
+                self.run(["docker", "exec", node, *argv])
+        return {"chain": name, "nodes": {n: self.node(n).zone for n in plan}, "paths": [f"{a}>{b}" for a, b in paths]}
+
+    def links_effect(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """In effect once every path's rules dropped a packet (their counters, summed over the
+        source zone's nodes)."""
+        dropped = dict.fromkeys(data.get("paths", []), 0)
+        for node, zone in data.get("nodes", {}).items():
+            try:
+                listing = self.run(["docker", "exec", node, "iptables", "-L", data["chain"], "-v", "-x", "-n"])
+            except EnvironmentStateError:
+                return None
+            for to, packets in kind_links.dropped(listing).items():
+                if f"{zone}>{to}" in dropped:
+                    dropped[f"{zone}>{to}"] += packets
+        return {"dropped_packets": dropped} if dropped and all(dropped.values()) else None
+
+    def restore_links(self, data: dict[str, Any]) -> None:
+        """The chain out of every node, known from the run id alone (a crash before inject returned)."""
+        name = data.get("chain") or kind_links.chain(data["run_id"])
+        for node in self.nodes:
+            self._remove_chain(node.name, name)
+
+    def _remove_chain(self, node: str, name: str) -> None:
+        for argv in kind_links.remove_commands(name):
+            try:
+                self.run(["docker", "exec", node, *argv])
+            except EnvironmentStateError:
+                pass  # gone already, or the node is down: a restarted container has no rules
+
     def sweep(self) -> list[str]:
         done = []
         for node in self.nodes:
@@ -142,6 +189,14 @@ class KindEnvironment(ClusterEnvironment):
             elif not state.get("Running"):
                 self.run(["docker", "start", node.name])
                 done.append(f"started {node.name}")
+        for node in self.nodes:
+            try:
+                rules = self.run(["docker", "exec", node.name, "iptables", "-S"])
+            except EnvironmentStateError:
+                continue
+            for name in kind_links.chains_in(rules):
+                self._remove_chain(node.name, name)
+                done.append(f"removed iptables chain {name} from {node.name}")
         recorded = self.refresh().get("addresses", {})
         cut = {n: a for n, a in recorded.items() if self._address(n) is None}
         self._reconnect(cut)

@@ -12,6 +12,7 @@ from harness import judge
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged_keys, settled_hashes
 from harness.errors import CapabilityMissing
+from harness.etcd_gateway import EtcdRequestError
 from harness.providers.base import EtcdCluster, MemberProcesses
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
@@ -97,18 +98,18 @@ def _(etcd: EtcdCluster, outage: Outage) -> None:
 
 @then("linearizable writes fail during the outage")
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
-    last_cut = max(f.effective_at for f in outage.faults)
+    last_cut = max((f.effective_at for f in outage.faults), default=outage.start)
     acked, failed = av.writes_failed_between(probe.history.samples, last_cut, outage.healed_at or timeline.now())
-    judge.equal(acked, 0, f"writes acknowledged without quorum ({failed} failed)")
-    judge.holds(failed > 0, "writes were attempted while quorum was lost", seen=failed)
+    judge.equal(acked, 0, f"writes acknowledged during the outage ({failed} failed)")
+    judge.holds(failed > 0, "writes were attempted during the outage", seen=failed)
 
 
 @then(parsers.parse('serializable reads from the member in zone "{zone}" are still served'))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
-    last_cut = max(f.effective_at for f in outage.faults)
+    last_cut = max((f.effective_at for f in outage.faults), default=outage.start)
     for m in etcd.members_in(zone):
         served, failed = av.reads_served(probe.history.samples, m.name, last_cut, outage.healed_at or timeline.now())
-        judge.holds(served > 0 and failed == 0, f"every serializable read of {m.name} served while quorum was lost",
+        judge.holds(served > 0 and failed == 0, f"every serializable read of {m.name} served during the outage",
                     seen={"served": served, "failed": failed})
 
 
@@ -148,6 +149,47 @@ def equal_hashes(etcd: EtcdCluster, what: str) -> None:
     revisions, hashes = settled_hashes(etcd, etcd.config.timeouts.recovery)
     judge.holds(hashes is not None, f"{what} reach one revision once writes stopped", seen=revisions)
     judge.none_of(diverging_hashes(hashes or {}), f"{what} whose HashKV differs")
+
+
+def _elections(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> tuple[int, float]:
+    """Elections during the outage (each raises the raft term at least once: the highest term
+    any member reported, less the term before) and the outage's length in minutes."""
+    end = outage.healed_at or timeline.now()
+    terms = av.terms_seen(probe.history.samples, outage.start, end)
+    elections = max(terms, default=outage.term_before) - outage.term_before
+    timeline.mark("figure", "leader elections during the outage", value=elections, unit="",
+                  minutes=round((end - outage.start) / 60, 3))
+    return elections, (end - outage.start) / 60
+
+
+@then(parsers.parse("at most {count:d} leader elections happen per minute of the outage"))
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: int) -> None:
+    elections, minutes = _elections(probe, outage, timeline)
+    judge.holds(elections <= count * minutes, f"at most {count} elections a minute over {minutes * 60:.1f} s",
+                f"{elections} elections (raft term {outage.term_before} -> {outage.term_before + elections})")
+
+
+@then(parsers.parse("at least {count:d} leader elections happen during the outage"))
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: int) -> None:
+    elections, minutes = _elections(probe, outage, timeline)
+    judge.holds(elections >= count, f"at least {count} elections over {minutes * 60:.1f} s",
+                f"{elections} elections (raft term {outage.term_before} -> {outage.term_before + elections})")
+
+
+@then("etcd raises its NOSPACE alarm")
+def _(etcd: EtcdCluster, outage: Outage, timeline: Timeline) -> None:
+    def raised() -> list[tuple[int, str]] | None:
+        client = etcd.client(etcd.members[0].name, timeout=2.0)
+        try:
+            return [a for a in client.alarms() if a[1] == "NOSPACE"] or None
+        except EtcdRequestError:
+            return None
+        finally:
+            client.close()
+
+    alarms = first_within(raised, "etcd's NOSPACE alarm", 5.0)
+    timeline.mark("figure", "members with the NOSPACE alarm", value=len(alarms or []), unit="")
+    judge.holds(bool(alarms), "a NOSPACE alarm raised", "none in etcd's alarm list")
 
 
 @then(parsers.parse('member "{member}" stops within {limit:g} s of the outage'))

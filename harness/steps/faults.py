@@ -22,13 +22,19 @@ NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its lin
 
 def apply_faults(etcd: EtcdCluster, faults: FaultRunner, what: list[tuple[str, str, dict[str, Any]]]) -> Outage:
     """Inject (kind, target, options) back to back; the Outage remembers the leader before."""
+    leader, leader_id, term = _before(etcd)
+    applied = [faults.inject(kind, target, options) for kind, target, options in what]
+    # From when the first fault took effect (observed), not when it was asked for.
+    return Outage(applied, applied[0].effective_at, leader, leader_id, term)
+
+
+def _before(etcd: EtcdCluster) -> tuple[str | None, int, int]:
+    """The leader the members agree on (its name and id) and the highest raft term they report."""
     statuses = etcd.status()
     leader = etcd.leader(statuses)
     ids = {name: s.member_id for name, s in statuses.items() if not isinstance(s, str)}
     terms = {s.raft_term for s in statuses.values() if not isinstance(s, str)}
-    applied = [faults.inject(kind, target, options) for kind, target, options in what]
-    # From when the first fault took effect (observed), not when it was asked for.
-    return Outage(applied, applied[0].effective_at, leader, ids.get(leader or "", 0), max(terms, default=0))
+    return leader, ids.get(leader or "", 0), max(terms, default=0)
 
 
 def _apply(etcd: EtcdCluster, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
@@ -183,6 +189,60 @@ def _(etcd, faults, member: str, ms: int) -> Outage:
     """A slow disk: etcd's raftBeforeSave failpoint sleeps before each write-ahead log save (an
     etcd built with failpoints)."""
     return _grey(etcd, faults, "member-failpoint", member, {"name": "raftBeforeSave", "action": f"sleep({ms})"}, [])
+
+
+@when(parsers.parse("writes of {kib:d} KiB values to one key fill the backend quota"), target_fixture="outage")
+def _(etcd: EtcdCluster, timeline: Timeline, kib: int) -> Outage:
+    """A runaway writer: one key rewritten, its history growing the backend until etcd refuses
+    ("database space exceeded": its NOSPACE alarm). The outage starts at that refusal."""
+    leader, leader_id, term = _before(etcd)
+    if leader is None:
+        raise ConfigError(f"the members agree on no leader to write to: {etcd.status()}")
+    quota = (etcd.config.etcd.quota_backend_mib or 2048) << 20
+    value, written, began = "q" * (kib << 10), 0, time.monotonic()
+    client = etcd.client(leader, timeout=5.0)
+    try:
+        while written < 4 * quota:  # history is stored once per revision: a quota's worth must fill it
+            try:
+                client.put("/harness/quota-filler", value)
+                written += len(value)
+            except EtcdRequestError as e:
+                if "database space exceeded" in str(e):
+                    break
+                raise
+            if time.monotonic() - began > 5 and written % (quota // 4) < len(value):
+                print(f"[harness] filling the backend quota: {written >> 20} MiB written of at most "
+                      f"{4 * quota >> 20} MiB", flush=True)
+        else:
+            raise ConfigError(f"{written >> 20} MiB written and no 'database space exceeded': is the quota "
+                              f"[etcd] quota_backend_mib = {etcd.config.etcd.quota_backend_mib}?")
+    finally:
+        client.close()
+    timeline.mark("client", "the backend quota is full", written_bytes=written)
+    return Outage([], timeline.now(), leader, leader_id, term, zones_down=[])
+
+
+@when("an operator reclaims the space: the history compacted, every member defragmented, the alarm disarmed",
+      target_fixture="outage")
+def _(etcd: EtcdCluster, timeline: Timeline, outage: Outage) -> Outage:
+    """etcd's runbook for NOSPACE; the return is when the alarm is disarmed."""
+    leader = etcd.leader() or etcd.members[0].name
+    client = etcd.client(leader, timeout=30.0)
+    try:
+        client.compact(client.status().revision)
+        for m in etcd.members:
+            member = etcd.client(m.name, timeout=60.0)
+            try:
+                member.defragment()
+            finally:
+                member.close()
+        for member_id, alarm in client.alarms():
+            client.disarm(member_id, alarm)
+    finally:
+        client.close()
+    outage.healed_at = timeline.now()
+    timeline.mark("client", "the space reclaimed and the alarm disarmed")
+    return outage
 
 
 @when("the links come back", target_fixture="outage")

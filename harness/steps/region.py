@@ -59,6 +59,13 @@ def _(region_factory: Callable[..., Environment], members: int, zones: int, mib:
     return _spread(region_factory(members=members, member_disk_mib=mib), members, zones)
 
 
+@given(parsers.parse("a fresh region with {members:d} etcd members spread over {zones:d} zones, a backend quota of "
+                     "{mib:d} MiB"), target_fixture="env")
+def _(region_factory: Callable[..., Environment], members: int, zones: int, mib: int) -> Environment:
+    """etcd's --quota-backend-bytes: past it, the NOSPACE alarm and no more writes."""
+    return _spread(region_factory({"quota_backend_mib": mib}, members=members), members, zones)
+
+
 @given(parsers.parse("a fresh region with {members:d} etcd members at the etcd version under test with snapshot count "
                      "{count:d}"), target_fixture="env")
 def _(region_factory: Callable[..., Environment], members: int, count: int) -> Environment:

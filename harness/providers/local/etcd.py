@@ -94,6 +94,8 @@ def member_args(
     args.append(f"--pre-vote={'true' if settings.pre_vote else 'false'}")
     if settings.snapshot_count is not None:
         args.append(f"--snapshot-count={settings.snapshot_count}")
+    if settings.quota_backend_mib is not None:
+        args.append(f"--quota-backend-bytes={settings.quota_backend_mib << 20}")
     if settings.backend_batch_interval_ms is not None:
         args.append(f"--backend-batch-interval={settings.backend_batch_interval_ms}ms")
     return args
