@@ -369,18 +369,31 @@ def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, behind: int) -
     leader = etcd.leader(etcd.wait_healthy())
     follower = next(m.name for m in etcd.members if m.name != leader)
     outage = apply_faults(etcd, faults, [("peer-blackhole", follower, {})])
-
-    def lag() -> int | None:
-        statuses = etcd.status()
-        mine, others = statuses[follower], [s for n, s in statuses.items() if n != follower and not isinstance(s, str)]
-        if isinstance(mine, str) or not others:
-            return None
-        return max(s.revision for s in others) - mine.revision
-
-    wait_for(lag, lambda n: n is not None and n > behind, f"{follower} {behind} revisions behind its peers",
-             120.0, interval=0.2)
-    timeline.mark("figure", f"revisions {follower} fell behind", value=lag(), unit="revisions")
+    wait_for(lambda: _lag(etcd, follower), lambda n: n is not None and n > behind,
+             f"{follower} {behind} revisions behind its peers", 120.0, interval=0.2)
+    timeline.mark("figure", f"revisions {follower} fell behind", value=_lag(etcd, follower), unit="revisions")
     return outage
+
+
+def _lag(etcd: EtcdCluster, member: str) -> int | None:
+    """Revisions `member` is behind the most advanced of the others (None: not all answer)."""
+    statuses = etcd.status()
+    mine, others = statuses[member], [s for n, s in statuses.items() if n != member and not isinstance(s, str)]
+    if isinstance(mine, str) or not others:
+        return None
+    return max(s.revision for s in others) - mine.revision
+
+
+@when("the member catching up is killed and started again")
+def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, outage: Outage) -> None:
+    """A fault during the recovery of another: killed at once, in the middle of its catch-up (how
+    far behind it still was is a figure), then started again from its data."""
+    member = outage.faults[0].target
+    behind = _lag(etcd, member)
+    killed = faults.inject("member-kill", member, wait_healthy=False)  # not once it has caught up
+    timeline.mark("figure", f"revisions {member} was behind just before it was killed", value=behind,
+                  unit="revisions", killed_after_s=round(killed.effective_at - (outage.healed_at or 0.0), 3))
+    faults.heal(killed, wait=False)
 
 
 @when("its peer traffic comes back", target_fixture="outage")
