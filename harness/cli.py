@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from harness import etcd_builds, rootless
 from harness.config import PROVIDER_NAMES, Config, load_config
 from harness.errors import ConfigError, HarnessError
+from harness.faults import FAULTS
 from harness.providers import get_provider
 from harness.providers.base import Environment, Provider
 from harness.providers.local.region import LocalEnvironment, LocalRegion
@@ -52,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--member-disk-mib", type=int,
                     help="each member's data directory on a filesystem of its own of this size (tmpfs, at least 160), "
                          "which the member-disk-full fault fills (default 0: one filesystem for all)")
+    up.add_argument("--power-loss-fs", action="store_true", default=None,
+                    help="each member's data directory served by powerloss-fs, which keeps writes in memory until "
+                         "they are fsynced; the member-power-loss fault drops the rest (built on first use)")
     up.add_argument("--kubernetes", action="store_true",
                     help="also start the local seed: a Kubernetes control plane with one kwok node per region node "
                          "(binaries built from pinned Go modules on first use), its context merged into the kubeconfig")
@@ -65,10 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "fault effects the harness tagged included)")
     heal.add_argument("--dry-run", action="store_true", help="list what heal would undo; change nothing")
     fault = sub.add_parser("fault", help="inject one fault and leave it applied until `harness heal` or its maximum duration")
-    fault.add_argument("kind", help="zone-outage, zone-link-cut, zone-link-loss, zone-link-mtu, zone-link-rate, zone-link-delay, "
-                                    "zone-link-flap, node-flap, node-kill, node-freeze, node-link-down, member-kill, host-outage, "
-                                    "pod-delete, node-cordon, node-drain, aws-zone-outage, aws-revoke-credentials, "
-                                    "aws-instance-stop, aws-instance-terminate, aws-instance-reboot")
+    fault.add_argument("kind", help=", ".join(FAULTS))
     fault.add_argument("target", nargs="?", default=None,
                        help="a zone, node, host or member name, NAMESPACE/POD, an instance id, (zone-link-*) zone pairs: "
                             "ZONE>ZONE, ZONE<>ZONE, ZONE>*, *>ZONE, ZONE<>*, or (aws-revoke-credentials) "
@@ -166,7 +167,7 @@ def _config(args: argparse.Namespace) -> Config:
     if args.command == "up":
         for key, value in (("members", args.members), ("layout", args.layout), ("nodes_per_zone", args.nodes_per_zone),
                            ("hosts_per_zone", args.hosts_per_zone), ("data_on_disk", args.data_on_disk),
-                           ("member_disk_mib", args.member_disk_mib)):
+                           ("member_disk_mib", args.member_disk_mib), ("power_loss_fs", args.power_loss_fs)):
             if value is not None:
                 overrides[f"region.{key}"] = value
         if args.zones:

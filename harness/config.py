@@ -47,6 +47,9 @@ class EtcdSettings:
     # more commits landing in the middle of an apply, the window some crash bugs need.
     backend_batch_interval_ms: int | None = None
     quota_backend_mib: int | None = None  # --quota-backend-bytes in MiB (None: etcd's 2 GiB)
+    # --unsafe-no-fsync: etcd acknowledges writes it never fsyncs. Only for showing what a power
+    # loss (member-power-loss) then takes: the acknowledged writes with it.
+    unsafe_no_fsync: bool = False
     etcdctl: str | None = None  # None: next to the etcd binary, else on PATH
     heartbeat_ms: int = 100
     election_ms: int = 1000
@@ -82,6 +85,9 @@ class RegionSpec:
     # > 0: each member's data directory is a filesystem of its own of this many MiB (tmpfs), which
     # the member-disk-full fault fills; 0: every member's data shares the region's filesystem.
     member_disk_mib: int = 0
+    # True: each member's data directory is served by powerloss-fs, which holds every write until
+    # it is fsynced; the member-power-loss fault drops what was not (a power cut, not a crash).
+    power_loss_fs: bool = False
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -99,6 +105,9 @@ class RegionSpec:
         if self.member_disk_mib and self.data_on_disk:
             raise ConfigError("member_disk_mib gives each member a tmpfs of its own; it cannot be combined with "
                               "data_on_disk (one real filesystem for all)")
+        if self.power_loss_fs and self.member_disk_mib:
+            raise ConfigError("power_loss_fs serves each member's data directory from a filesystem of its own already; "
+                              "it cannot be combined with member_disk_mib (a tmpfs per member)")
         for zone in self.zones:
             if not zone.replace("-", "").isalnum() or len(zone) > 10:
                 raise ConfigError(f"zone name {zone!r} must be alphanumeric with dashes, at most 10 characters")

@@ -1,19 +1,21 @@
 """Build the harness's Go programs with the machine's `go`: check it, lock, build, report.
 
-Shared by harness/kube/binaries.py (the control-plane binaries) and
-harness/validate/linearizability.py (the Porcupine helper). Each caches its build under a
-per-version directory; this module holds what both do around `go build`:
+Shared by harness/kube/binaries.py (the control-plane binaries), harness/etcd_builds.py and
+the harness's own small programs (the Porcupine helper, powerloss-fs). Each caches its build
+under a per-version directory; this module holds what they do around `go build`:
 
 - `require_go`: a `go` on PATH that is new enough, asked inside the module to build, where
   a go >= 1.21 with GOTOOLCHAIN=auto (the default) switches to the toolchain go.mod names;
 - `build_lock`: one build per cache across processes, saying what is awaited while another
   run holds the lock;
 - `go_build`: `go build` with a progress heartbeat, killed on interrupt, its log tail in the
-  error when it fails.
+  error when it fails;
+- `CachedProgram`: one of the harness's own programs, found in the cache or built there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -21,8 +23,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import PrerequisiteError
@@ -127,3 +130,74 @@ def go_build(
             f"building {what} with {go} failed (exit {rc}) in {module_dir}; full log {log_path}; last lines:\n{tail}"
         )
     log_path.unlink(missing_ok=True)
+
+
+def executable(p: Path) -> bool:
+    return p.is_file() and os.access(p, os.X_OK)
+
+
+@dataclass(frozen=True)
+class CachedProgram:
+    """A small Go program of the harness's own (its module beside the Python that runs it),
+    built once per pinned source into ${XDG_CACHE_HOME:-~/.cache}/ha-harness/CACHE_DIR/, in a
+    directory named after the pinned module's version and a hash of the sources."""
+
+    module_dir: Path
+    binary: str
+    pin: str  # the module whose pinned version names the build, e.g. github.com/anishathalye/porcupine
+    pin_label: str  # how progress lines name it: "Porcupine"
+    cache_dir: str
+    what: str  # what errors call it: "the linearizability checker"
+    hint: str  # what to install or do when it cannot be built
+    prebuild: str  # the command that builds it ahead of time
+    min_go: tuple[int, int] = (1, 21)
+    sources: tuple[str, ...] = ("go.mod", "go.sum", "main.go")
+
+    def pinned_version(self) -> str:
+        m = re.search(re.escape(self.pin) + r"\s+(v\S+)", (self.module_dir / "go.mod").read_text())
+        if m is None:
+            raise PrerequisiteError(f"{self.module_dir / 'go.mod'} does not pin {self.pin}")
+        return m.group(1)
+
+    def pinned_name(self) -> str:
+        """The build's directory in the cache: changes with the pin and with our source."""
+        h = hashlib.sha256()
+        for name in self.sources:
+            h.update(name.encode() + b"\0" + (self.module_dir / name).read_bytes() + b"\0")
+        return f"{self.pinned_version()}-{h.hexdigest()[:12]}"
+
+    def cache_root(self, env: Mapping[str, str] | None = None) -> Path:
+        """The one place that reads XDG_CACHE_HOME and HOME for the program's cache."""
+        env = os.environ if env is None else env
+        base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path(env.get("HOME", "~")).expanduser() / ".cache"
+        return base / "ha-harness" / self.cache_dir
+
+    def path(self, cache_root: Path | None = None, *, build: bool = True, progress: Progress,
+             heartbeat_s: float = 30.0) -> Path:
+        """The program for the pinned sources, built into the cache (under a lock) on first use."""
+        root = self.cache_root() if cache_root is None else cache_root
+        name = self.pinned_name()
+        target = root / name / self.binary
+        if executable(target):
+            return target
+        if not build:
+            raise PrerequisiteError(f"{target} is not built and building is off; run `{self.prebuild}` once (needs go >= "
+                                    f"{'.'.join(map(str, self.min_go))} and the Go module proxy), or pass the program's path")
+        go = require_go(self.min_go, self.hint, self.what, self.module_dir)
+        root.mkdir(parents=True, exist_ok=True)
+        with build_lock(root / f".{name}.lock", self.binary, progress, heartbeat_s):
+            if executable(target):  # the holder before us built it
+                return target
+            staging = root / f".{name}.partial"
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir()
+            started = time.monotonic()
+            progress(f"building {self.binary} ({self.pin_label} {self.pinned_version()}) into {target.parent} "
+                     "(first use only; some seconds, plus the module download)")
+            go_build(go, ["-trimpath", "-ldflags", "-s -w", "-o", str(staging / self.binary), "."], self.module_dir,
+                     staging / "build.log", self.binary, progress, heartbeat_s)
+            if target.parent.exists():
+                shutil.rmtree(target.parent)
+            os.replace(staging, target.parent)
+            progress(f"built {self.binary} in {time.monotonic() - started:.1f}s")
+        return target

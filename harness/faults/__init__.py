@@ -22,6 +22,7 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "member-failpoint": ("harness.faults.etcd:MemberFailpoint", {}),
     "peer-blackhole": ("harness.faults.etcd:PeerBlackhole", {}),
     "member-disk-full": ("harness.faults.etcd:MemberDiskFull", {}),
+    "member-power-loss": ("harness.faults.etcd:MemberPowerLoss", {}),
     "zone-link-cut": ("harness.faults.link:ZoneLink", {}),
     "zone-link-loss": ("harness.faults.link:ZoneLink", {"needs": "loss_percent"}),
     "zone-link-mtu": ("harness.faults.link:ZoneLink", {"needs": "larger_than"}),

@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 from harness.errors import ConfigError
 from harness.faults.base import Injection, lacks
-from harness.providers.base import (Environment, MemberDisks, MemberFailpoints, MemberProcesses, MemberSignals,
-                                    PeerNetwork)
+from harness.providers.base import (Environment, MemberDisks, MemberFailpoints, MemberPower, MemberProcesses,
+                                    MemberSignals, PeerNetwork)
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # gofail's terms: [N%][N*]action[(argument)][->term]; actions off, return, sleep, panic, break, print.
@@ -122,6 +122,33 @@ class PeerBlackhole:
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         assert isinstance(env, PeerNetwork)
         env.restore_peer_traffic(target, data)
+
+
+class MemberPowerLoss:
+    """The member's machine loses power: the process dies and its disk loses every write it had
+    not fsynced (powerloss-fs, [region] power_loss_fs). Unlike member-kill, whose unsynced writes
+    survive in the page cache, this is what fsync is for. Heal powers the disk on and starts the
+    member on what was left."""
+
+    kind: ClassVar[str] = "member-power-loss"
+
+    def available(self, env: Environment) -> str | None:
+        return lacks(env, MemberPower, "cut a member's power") or lacks(env, MemberProcesses, "start a member again")
+
+    def validate(self, env: Environment, target: str) -> str:
+        return env.member(target).name
+
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        assert isinstance(env, MemberPower)
+        return env.power_off_member(target)
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        # power_off_member returns once the process is gone and the disk's unsynced writes with it.
+        return {"process_gone": data.get("pid"), "dropped_bytes": data.get("dropped_bytes")}
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        assert isinstance(env, MemberProcesses)
+        env.start_member(target)
 
 
 class MemberDiskFull:

@@ -113,6 +113,7 @@ class ShootApiProbe:
         self.client = lambda: ShootApiClient(address, netns, pki, timeout, dial)
         self.timeline = timeline
         self.interval = interval
+        self.timeout = timeout
         self.history = ProbeHistory(f"probe-{uuid.uuid4().hex[:8]}-", via_zone, {}, path=MEMBER)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="probe-shoot-api", daemon=True)

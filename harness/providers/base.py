@@ -295,6 +295,15 @@ class MemberDisks(Protocol):
 
 
 @runtime_checkable
+class MemberPower(Protocol):
+    """Environments whose members' disks keep unsynced writes in memory, lost when the power goes."""
+
+    def power_off_member(self, member: str) -> dict[str, Any]:
+        """Kill the member and drop what its disk had not fsynced: {"pid", "dropped_bytes", "dropped_files"}.
+        Starting the member again (MemberProcesses.start_member) powers its disk on first."""
+
+
+@runtime_checkable
 class MemberFailpoints(Protocol):
     """Environments whose members were built with etcd's gofail failpoints and serve them."""
 

@@ -81,6 +81,17 @@ def _(detectors: det.DetectorProbe, outage: Outage, timeline: Timeline, request:
                     f"the first failed {path} write", timeline)
 
 
+@then(parsers.parse('detector "{kind}" never sees zone "{zone}" fail during the outage'))
+def _(detectors: det.DetectorProbe, outage: Outage, timeline: Timeline, kind: str, zone: str) -> None:
+    """A fault the detector does not see (a load balancer keeping a sick zone's kube-apiserver):
+    ok from the outage's effect to its end, read all along."""
+    end = outage.healed_at or timeline.now()
+    for d in _in_zone(detection.detections(timeline.events, outage.start, end), kind, zone):
+        judge.holds(d.before == det.OK and d.at is None, f"{d.name} saying ok from the outage to {end:.3f} s",
+                    f"before: {d.before}, failing at {d.at}")
+        judge.holds(not d.unreadable, f"{d.name} read all along", d.unreadable)
+
+
 @then(parsers.parse("no write is acknowledged for {limit:g} s while every member's /health says healthy"))
 def _(detectors: det.DetectorProbe, probe: AvailabilityProbe, outage: Outage, timeline: Timeline,
       limit: float) -> None:

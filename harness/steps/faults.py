@@ -184,6 +184,12 @@ def _(etcd, faults, member: str) -> Outage:
     return _grey(etcd, faults, "member-disk-full", member, {}, [])
 
 
+@when(parsers.parse('member "{member}" loses power'), target_fixture="outage")
+def _(etcd, faults, member: str) -> Outage:
+    """Killed, and its disk loses every write it had not fsynced; it stays down until it comes back."""
+    return _grey(etcd, faults, "member-power-loss", member, {}, [])
+
+
 @when(parsers.parse('every save of member "{member}"\'s log waits {ms:d} ms'), target_fixture="outage")
 def _(etcd, faults, member: str, ms: int) -> Outage:
     """A slow disk: etcd's raftBeforeSave failpoint sleeps before each write-ahead log save (an
@@ -248,6 +254,7 @@ def _(etcd: EtcdCluster, timeline: Timeline, outage: Outage) -> Outage:
 @when("the links come back", target_fixture="outage")
 @when("the disk is freed", target_fixture="outage")
 @when("the disk is fast again", target_fixture="outage")
+@when("its power comes back", target_fixture="outage")
 @when("the flapping stops", target_fixture="outage")
 def _(faults, timeline, outage: Outage) -> Outage:
     return _restore(faults, timeline, outage, None)

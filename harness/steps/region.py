@@ -66,6 +66,14 @@ def _(region_factory: Callable[..., Environment], members: int, zones: int, mib:
     return _spread(region_factory({"quota_backend_mib": mib}, members=members), members, zones)
 
 
+@given(parsers.re(r"a fresh region with (?P<members>\d+) etcd members? whose disks lose what was not fsynced when "
+                  r"the power goes(?P<unsafe>, etcd acknowledging writes it never fsyncs)?"), target_fixture="env")
+def _(region_factory: Callable[..., Environment], members: str, unsafe: str | None) -> Environment:
+    """Each data directory served by powerloss-fs ([region] power_loss_fs); with the tail, etcd
+    runs with --unsafe-no-fsync (what a power loss then takes, shown)."""
+    return region_factory({"unsafe_no_fsync": bool(unsafe)}, members=int(members), power_loss_fs=True)
+
+
 @given(parsers.parse("a fresh region with {members:d} etcd members at the etcd version under test with snapshot count "
                      "{count:d}"), target_fixture="env")
 def _(region_factory: Callable[..., Environment], members: int, count: int) -> Environment:

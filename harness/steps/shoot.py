@@ -143,6 +143,16 @@ def _(shoot_probe: ShootApiProbe, outage: Outage, timeline: Timeline, limit: flo
     judge.gap_at_most(gap, limit, "the shoot API's longest write gap since the outage took effect")
 
 
+@then(parsers.re(r"the 99th percentile of shoot API write latency during the outage is "
+                 r"(?P<how>under|at least) (?P<limit>\d+(\.\d+)?) ms"))
+def _(shoot_probe: ShootApiProbe, outage: Outage, timeline: Timeline, how: str, limit: str) -> None:
+    """Through the load balancer, as a client sees it: a failed write is slower than any."""
+    from harness.steps.checks import p99_at_least, p99_under, write_p99
+
+    p99 = write_p99(shoot_probe, outage, timeline, "shoot API write latency")
+    (p99_under if how == "under" else p99_at_least)(p99, float(limit), "shoot API write latency")
+
+
 @then("no acknowledged shoot API write is lost")
 def _(shoot_probe: ShootApiProbe, probes: Any, timeline: Timeline) -> None:
     """Lost: an acknowledged ConfigMap a read-back found gone (404) or the final listing lacks. A

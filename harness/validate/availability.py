@@ -51,6 +51,37 @@ def longest_write_gap(samples: Iterable[Sample], start: float, end: float) -> Ga
     return best
 
 
+@dataclass(frozen=True)
+class Latency:
+    """A percentile of the write latency over the writes begun in a window."""
+
+    quantile: float
+    value: float  # seconds; inf when more writes failed than the quantile leaves out
+    writes: int
+    failed: int
+
+    def describe(self) -> str:
+        shown = "a failed write" if self.value == float("inf") else f"{self.value * 1000:.1f} ms"
+        return f"p{self.quantile * 100:g} {shown} over {self.writes} writes ({self.failed} failed)"
+
+
+def write_latency(samples: Iterable[Sample], start: float, end: float, quantile: float) -> Latency:
+    """The `quantile` (nearest rank) of the latency of the writes begun in [start, end].
+
+    A failed write counts as slower than any acknowledged one (its latency is unknown, never
+    skipped), and a write begun in the window counts with its whole latency, also when it ended
+    after it: take the figure once the probe's timeout has passed beyond `end`.
+    """
+    if not 0 < quantile <= 1:
+        raise ValueError(f"a quantile is in (0, 1], got {quantile}")
+    begun = [s for s in samples if s.kind == "write" and start <= s.start <= end]
+    if not begun:
+        return Latency(quantile, float("inf"), 0, 0)
+    ranked = sorted(s.end - s.start if s.ok else float("inf") for s in begun)
+    rank = max(1, -(-len(ranked) * quantile // 1))  # nearest rank: ceil(q * n)
+    return Latency(quantile, ranked[int(rank) - 1], len(ranked), sum(not s.ok for s in begun))
+
+
 def first_ack_after(samples: Iterable[Sample], t: float) -> float | None:
     """Seconds from `t` to the first write acknowledged after it."""
     later = [x for x in acks(samples) if x > t]

@@ -21,12 +21,8 @@ before its write): hints for the report; Porcupine's verdict is the judgement.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
-import re
-import shutil
 import subprocess
 import sys
 import time
@@ -44,9 +40,6 @@ from harness.validate.oplog import Op
 
 MODULE_DIR = Path(__file__).resolve().parent / "porcupine"
 BINARY_NAME = "porcupine-check"
-SOURCES = ("go.mod", "go.sum", "main.go")
-# Oldest go that builds the module (its go.mod says `go 1.21`).
-GO_MIN_VERSION = (1, 21)
 DEFAULT_TIMEOUT_S = 300.0
 
 
@@ -54,37 +47,25 @@ def _stderr_progress(message: str) -> None:
     print(f"[porcupine] {message}", file=sys.stderr, flush=True)
 
 
+def _program(module_dir: Path | None = None) -> gobuild.CachedProgram:
+    module_dir = MODULE_DIR if module_dir is None else module_dir
+    return gobuild.CachedProgram(
+        module_dir, BINARY_NAME, "github.com/anishathalye/porcupine", "Porcupine", "porcupine",
+        "the linearizability checker", _go_hint(module_dir), "python -m harness.validate.linearizability")
+
+
 def porcupine_version(module_dir: Path | None = None) -> str:
     """The Porcupine release pinned in the helper's go.mod, e.g. "v1.3.1"."""
-    module_dir = MODULE_DIR if module_dir is None else module_dir
-    m = re.search(r"github\.com/anishathalye/porcupine\s+(v\S+)", (module_dir / "go.mod").read_text())
-    if m is None:
-        raise PrerequisiteError(f"{module_dir / 'go.mod'} does not pin github.com/anishathalye/porcupine")
-    return m.group(1)
-
-
-def source_digest(module_dir: Path | None = None) -> str:
-    module_dir = MODULE_DIR if module_dir is None else module_dir
-    h = hashlib.sha256()
-    for name in SOURCES:
-        h.update(name.encode() + b"\0" + (module_dir / name).read_bytes() + b"\0")
-    return h.hexdigest()[:12]
+    return _program(module_dir).pinned_version()
 
 
 def pinned_name(module_dir: Path | None = None) -> str:
     """Directory name in the cache: changes with the Porcupine pin and with our source."""
-    return f"{porcupine_version(module_dir)}-{source_digest(module_dir)}"
+    return _program(module_dir).pinned_name()
 
 
 def default_cache_root(env: Mapping[str, str] | None = None) -> Path:
-    """The one place that reads XDG_CACHE_HOME and HOME for the helper's cache."""
-    env = os.environ if env is None else env
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path(env.get("HOME", "~")).expanduser() / ".cache"
-    return base / "ha-harness" / "porcupine"
-
-
-def _executable(p: Path) -> bool:
-    return p.is_file() and os.access(p, os.X_OK)
+    return _program().cache_root(env)
 
 
 def helper_binary(
@@ -95,45 +76,14 @@ def helper_binary(
     heartbeat_s: float = 30.0,
 ) -> Path:
     """The porcupine-check program for the pinned sources, built into the cache on first use."""
-    root = default_cache_root() if cache_root is None else cache_root
-    name = pinned_name()
-    target = root / name / BINARY_NAME
-    if _executable(target):
-        return target
-    if not build:
-        raise PrerequisiteError(
-            f"{target} is not built and building is off; run `python -m harness.validate.linearizability` once "
-            "(needs go >= 1.21 and the Go module proxy), or pass the helper's path"
-        )
-    go = gobuild.require_go(GO_MIN_VERSION, _go_hint(), "the linearizability checker", MODULE_DIR)
-    root.mkdir(parents=True, exist_ok=True)
-    with gobuild.build_lock(root / f".{name}.lock", BINARY_NAME, progress, heartbeat_s):
-        if _executable(target):  # the holder before us built it
-            return target
-        staging = root / f".{name}.partial"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        started = time.monotonic()
-        progress(
-            f"building {BINARY_NAME} (Porcupine {porcupine_version()}) into {target.parent} "
-            "(first use only; a few seconds, plus the module download)"
-        )
-        gobuild.go_build(
-            go, ["-trimpath", "-ldflags", "-s -w", "-o", str(staging / BINARY_NAME), "."], MODULE_DIR,
-            staging / "build.log", BINARY_NAME, progress, heartbeat_s,
-        )
-        if target.parent.exists():
-            shutil.rmtree(target.parent)
-        os.replace(staging, target.parent)
-        progress(f"built {BINARY_NAME} in {time.monotonic() - started:.1f}s")
-    return target
+    return _program().path(cache_root, build=build, progress=progress, heartbeat_s=heartbeat_s)
 
 
-def _go_hint() -> str:
+def _go_hint(module_dir: Path) -> str:
     return (
         "install Go >= 1.21 (the official release tarball unpacked into /usr/local/go, with /usr/local/go/bin "
         "on PATH) with access to the Go module proxy, or pass the path of a built porcupine-check "
-        f"(`go build -o porcupine-check .` in {MODULE_DIR})"
+        f"(`go build -o porcupine-check .` in {module_dir})"
     )
 
 
@@ -315,7 +265,7 @@ def check(
     oplog.validate(ops)
     ops = oplog.as_linearizable(ops) if include_serializable else oplog.linearizable_reads_only(ops)
     exe = helper_binary() if binary is None else binary
-    if not _executable(exe):
+    if not gobuild.executable(exe):
         raise PrerequisiteError(f"the linearizability checker {exe} does not exist or is not executable")
     cmd = [str(exe), "-timeout", f"{timeout:.3f}s"]
     if visualization is not None:

@@ -30,6 +30,7 @@ def test_layouts() -> None:
         ({"layout": "single-zone", "nodes_per_zone": 2}, "need 3 nodes in one zone, but nodes_per_zone is 2"),
         ({"zones": ("zone-a", "zone-a")}, "distinct"),
         ({"zones": ("zone a",)}, "alphanumeric"),
+        ({"power_loss_fs": True, "member_disk_mib": 192}, "cannot be combined with member_disk_mib"),
     ],
 )
 def test_bad_region_shape_says_what_is_accepted(kwargs: dict, message: str) -> None:

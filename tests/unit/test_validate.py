@@ -113,3 +113,17 @@ def test_history_round_trips() -> None:
     h, _ = recorded("leader_zone_outage")
     again = ProbeHistory.from_dict(json.loads(json.dumps(h.to_dict())))
     assert again.samples == h.samples and again.member_ids == h.member_ids
+
+
+def test_write_latency_counts_failed_and_late_ending_writes() -> None:
+    fast = [w(i * 0.01, i * 0.01 + 0.002) for i in range(99)]
+    slow = [w(1.0, 1.15)]  # begun in the window, ended after it: counted with its whole latency
+    p99 = av.write_latency(fast + slow, 0.0, 1.0, 0.99)
+    assert (p99.value, p99.writes, p99.failed) == (pytest.approx(0.002), 100, 0)
+    p99 = av.write_latency(fast + slow + [w(0.5, 0.75, ok=False)], 0.0, 1.0, 0.99)
+    assert (p99.value, p99.failed) == (pytest.approx(0.15), 1)  # the 100th of 101: the slow one
+    two_failed = fast[:98] + [w(0.6, 0.85, ok=False), w(0.7, 0.95, ok=False)]
+    assert av.write_latency(two_failed, 0.0, 1.0, 0.99).value == float("inf")  # a failed write is never skipped
+    assert av.write_latency(fast, 5.0, 6.0, 0.99).writes == 0
+    with pytest.raises(ValueError):
+        av.write_latency(fast, 0.0, 1.0, 0)

@@ -80,4 +80,11 @@ def empty(path: Path) -> bool:
 
 
 def ballasts(root: Path) -> list[Path]:
-    return sorted(root.glob(f"*/{BALLAST}")) if root.exists() else []
+    found = []
+    for member in sorted(root.iterdir()) if root.exists() else []:
+        try:  # a mount whose filesystem died (powerloss-fs killed) fails here: no ballast on it
+            if (member / BALLAST).exists():
+                found.append(member / BALLAST)
+        except OSError:
+            continue
+    return found

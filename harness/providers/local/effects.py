@@ -367,6 +367,9 @@ def sweep(env: LocalEnvironment) -> list[str]:
         ballast.unlink(missing_ok=True)
         done.append(f"removed {ballast}")
     for m in env.members:
+        if env.member_running(m.name) and not env.disk_serving(m.name):  # its powerloss-fs died under it
+            env.kill_member(m.name)
+            done.append(f"stopped {m.name}, whose disk (powerloss-fs) was gone")
         if not env.member_running(m.name):
             env.start_member(m.name)
             done.append(f"restarted {m.name}")

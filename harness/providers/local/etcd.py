@@ -96,6 +96,8 @@ def member_args(
         args.append(f"--snapshot-count={settings.snapshot_count}")
     if settings.quota_backend_mib is not None:
         args.append(f"--quota-backend-bytes={settings.quota_backend_mib << 20}")
+    if settings.unsafe_no_fsync:
+        args.append("--unsafe-no-fsync")
     if settings.backend_batch_interval_ms is not None:
         args.append(f"--backend-batch-interval={settings.backend_batch_interval_ms}ms")
     return args

@@ -22,7 +22,7 @@ from harness.errors import (CapabilityMissing, ConfigError, EnvironmentStateErro
 from harness.etcd_gateway import EtcdClient, Status
 from harness.providers.base import EtcdTls, KubeAccess, LinkImpairment, Member, Node, Seed
 from harness.providers.etcd_view import EtcdView, read_health, read_metrics
-from harness.providers.local import disks, effects
+from harness.providers.local import disks, effects, powerloss_fs
 from harness.providers.local import etcd as etcdproc
 from harness.providers.state import StateBacked, read_state, state_path, stop_watchdogs, write_state
 from harness.wait import first_within
@@ -244,9 +244,41 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         if self.member_running(member):
             return self.member_pid(member)  # type: ignore[return-value]
         rec = self.state["members"][self.member(member).name]
+        if rec.get("fs"):
+            self._power_on(member, rec["fs"])  # never a member on the empty directory beneath its filesystem
         pid = etcdproc.start_member(rec["ns"], rec["args"], Path(rec["log"]))
         self.update(lambda st: st["members"][member].update(pid=pid))
         return pid
+
+    # -- a member's power: powerloss-fs under its data directory ([region] power_loss_fs) ----
+    def _power_on(self, member: str, fs: dict[str, Any]) -> None:
+        mount, t = Path(fs["mount"]), self.config.timeouts.command
+        if self.disk_serving(member):
+            return
+        if fs["pid"]:  # a helper without its mount, or a mount whose helper died: neither serves
+            powerloss_fs.stop(fs["pid"], mount, t)
+        powerloss_fs.unmount(mount)
+        pid = powerloss_fs.start(Path(fs["backing"]), mount, Path(fs["log"]), t)
+        self.update(lambda st: st["members"][member]["fs"].update(pid=pid))
+        fs["pid"] = pid
+
+    def disk_serving(self, member: str) -> bool:
+        """False only for a member whose powerloss-fs is gone (powered off, or died) or lost its mount."""
+        fs = self.state["members"][self.member(member).name].get("fs")
+        return not fs or bool(fs["pid"] and not powerloss_fs.exited(fs["pid"]) and powerloss_fs.is_mounted(Path(fs["mount"])))
+
+    def power_off_member(self, member: str) -> dict[str, Any]:
+        name = self.member(member).name
+        fs = self.state["members"][name].get("fs")
+        if not fs:
+            raise CapabilityMissing(f"{name}'s data directory loses nothing when its power goes: bring the region up "
+                                    "with [region] power_loss_fs (`harness up --power-loss-fs`)")
+        pid = self.kill_member(name)
+        dropped = powerloss_fs.power_off(fs["pid"], Path(fs["mount"]), self.config.timeouts.command) if fs["pid"] \
+            else {"dropped_bytes": 0, "dropped_files": 0, "note": "its filesystem was not running"}
+        self.update(lambda st: st["members"][name]["fs"].update(pid=None))
+        fs["pid"] = None
+        return {"pid": pid, **dropped}
 
     def pause_member(self, member: str) -> int | None:
         pid = self.member_pid(member)
@@ -402,6 +434,19 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _helpers_serving(data: Path) -> list[int]:
+    """powerloss-fs processes whose mount point is under `data`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            argv = _cmdline(int(entry.name)).split()
+            if argv and argv[0].endswith(powerloss_fs.BINARY_NAME) and "--mount" in argv[:-1]:
+                mount = Path(argv[argv.index("--mount") + 1])
+                if mount == data or data in mount.parents:
+                    found.append(int(entry.name))
+    return found
+
+
 def _ancestry() -> set[int]:
     """This process and its ancestors."""
     pids, pid = set(), os.getpid()
@@ -436,7 +481,10 @@ class LocalRegion:
                 "itself under `unshare` when not root) or as root"
             )
         netns.require_tools("ip", "nft")
-        return etcdproc.find_etcd(self.config.etcd)
+        binary = etcdproc.find_etcd(self.config.etcd)
+        if self.spec.power_loss_fs:
+            powerloss_fs.helper_binary()  # built on first use, before anything is made
+        return binary
 
     def leftovers(self) -> list[str]:
         found = [ns for ns in netns.list_netns() if self.names.owns(ns)]
@@ -572,6 +620,10 @@ class LocalRegion:
                 "log": str(log_root / f"{m.name}.log"),
                 "pid": None,
             }
+            if self.spec.power_loss_fs:  # mounted by start_member, before the member starts
+                env.state["members"][m.name]["fs"] = {"backing": str(data_root / "synced" / m.name),
+                                                      "mount": str(data_root / m.name),
+                                                      "log": str(log_root / f"{m.name}-fs.log"), "pid": None}
         write_state(self.path, env.state)
         for m in members:
             env.start_member(m.name)
@@ -611,6 +663,12 @@ class LocalRegion:
                 removed.append(f"process {pid}")
         for pid in pids:
             _reap(pid, 2.0)
+        data = Path(state["data_dir"]) if state else self.config.data_dir / self.spec.name
+        # The members' powerloss-fs helpers run in no namespace of the region: found by the data they serve.
+        for pid in _helpers_serving(data):
+            if etcdproc.signal_pid(pid, signal.SIGKILL):
+                _reap(pid, 2.0)
+                removed.append(f"powerloss-fs process {pid}")
         for ns in sorted(names):
             # Deleting a namespace drops its interfaces and its nftables tables with it.
             netns.run(["ip", "netns", "del", ns], check=False, timeout=self.config.timeouts.command)
@@ -621,7 +679,6 @@ class LocalRegion:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
             removed.append(f"work directory {work}" + (f" (logs kept in {kept})" if kept else ""))
-        data = Path(state["data_dir"]) if state else self.config.data_dir / self.spec.name
         removed += disks.unmount_under(data, self.config.timeouts.command)  # the members' own disks
         if data.exists():
             shutil.rmtree(data, ignore_errors=True)

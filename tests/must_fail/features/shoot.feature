@@ -59,3 +59,23 @@ Feature: False statements about GEP-20's experiment, judged with the reference c
     When 2 s pass
     And another client deletes the shoot API probe's ConfigMaps
     Then no acknowledged shoot API write is lost
+
+  Scenario: The load balancer is said to keep a lost zone's kube-apiserver
+    Fails with: saying ok from the outage to
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And the shoot control plane's detectors are watched
+    When zone "zone-a" goes down
+    And 4 s pass
+    Then detector "load-balancer" never sees zone "zone-a" fail during the outage
+
+  Scenario: The shoot API's writes are said to stay fast while their zone's path to etcd loses packets
+    Fails with: shoot API write latency p99 during the outage under 100 ms; seen: 'p99
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "zone-b"
+    When these faults are applied together
+      | fault          | target    | loss_percent | port   |
+      | zone-link-loss | zone-a<>* | 30           | client |
+    And 20 s pass
+    Then the 99th percentile of shoot API write latency during the outage is under 100 ms

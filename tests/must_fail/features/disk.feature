@@ -1,0 +1,17 @@
+@disk
+Feature: False statements about a member's disk, judged on real runs
+  Every scenario ends in one Then-step that states something false about what just happened;
+  every step before it holds. The line after each Scenario says the message its failure must
+  carry.
+
+  @short
+  Scenario: A lone member that never fsyncs is said to serve again after a power loss
+    Its write-ahead log never reached the disk: it comes back with no log, no data and no voters
+    (etcd's log: "newRaft ... peers: [], term: 0, lastindex: 0"), and never elects itself.
+    Fails with: time from the return to the first acknowledged write: expected at most 10.000s, but it never happened
+    Given a fresh region with 1 etcd member whose disks lose what was not fsynced when the power goes, etcd acknowledging writes it never fsyncs
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When 2 s pass
+    And member "etcd-0" loses power
+    And its power comes back
+    Then writes resume within 10 s of its return
