@@ -62,6 +62,7 @@ Feature: Time to detect: when the control plane's own detectors see a fault
       | zone-link-cut | zone-a>* |
     Then detector "etcd-health" sees zone "zone-a" fail within 5 s of the outage's effect
 
+  @long
   Scenario: Zone-a's path to etcd loses 30 % of its packets: the load balancer keeps its kube-apiserver
     Only etcd's client traffic between zone-a and the other zones is lossy (port 2379, both
     ways): zone-a's kube-apiserver reaches the members outside its zone through it, and waits on

@@ -70,6 +70,7 @@ Feature: A member's disk full or slow
     Then writes resume within 10 s of its return
     And no acknowledged write is lost
 
+  @long
   Scenario: A follower loses power under a put load: it comes back on what it had synced and catches up
     Given a fresh region with 3 etcd members whose disks lose what was not fsynced when the power goes
     And the etcd leader is in zone "zone-a"

@@ -19,6 +19,7 @@ Feature: What pre-vote prevents: a member cut off from its leader deposing it on
     And the links come back
     Then the leader is deposed within 10 s of the return
 
+  @long
   Scenario Outline: The leader's packets to one follower mostly lost: elections a minute with pre-vote <pre-vote>
     70 % of the leader's packets to zone-b are lost: TCP retransmits them, backing off, and the
     follower in zone-b goes seconds without hearing the leader, and campaigns. With pre-vote its

@@ -91,6 +91,7 @@ def _aws_account(pytester: pytest.Pytester, existing: tuple[LocalEnvironment, Se
             f'image_id = "{access.image_id}"\n[aws.zones]\n{zones}')
 
 
+@pytest.mark.long  # about 4 minutes: make nightly; the zone outage features on the cluster run in make test
 def test_the_gep20_features_run_on_an_existing_cluster_with_its_aws_account(
     pytester: pytest.Pytester, existing: tuple[LocalEnvironment, Seed, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
