@@ -1,6 +1,7 @@
 """The one builder of each command line the harness runs for the control plane: an etcd member
-(the region's, the seed's own, the shoot's pods under the node agents) and a kube-apiserver
-(the seed's, the shoot's). A flag every etcd needs (TLS) is added here once."""
+(the region's, the seed's own, the shoot's pods under the node agents), a member's data made
+from a snapshot (etcdutl) and a kube-apiserver (the seed's, the shoot's). A flag every etcd
+needs (TLS) is added here once."""
 
 from __future__ import annotations
 
@@ -56,6 +57,14 @@ class EtcdClientTls:
     cert: Path
     key: Path
 
+
+
+def etcdutl_restore_command(etcdutl: str, snapshot: Path | str, name: str, data_dir: Path | str, peer_url: str,
+                            initial_cluster: str, token: str) -> list[str]:
+    """`etcdutl snapshot restore`: a data directory for member `name` of a new cluster made from
+    `snapshot`, whose members are `initial_cluster` (what etcd_command's flags say of a new one)."""
+    return [etcdutl, "snapshot", "restore", str(snapshot), f"--name={name}", f"--initial-cluster={initial_cluster}",
+            f"--initial-cluster-token={token}", f"--initial-advertise-peer-urls={peer_url}", f"--data-dir={data_dir}"]
 
 class ApiserverPki(Protocol):
     ca_cert: Path

@@ -38,6 +38,7 @@ GOMOD_DIR = Path(__file__).resolve().parent / "kube" / "gomod"
 GOFAIL = "go.etcd.io/gofail"
 GOFAIL_VERSION = "v0.2.0"
 SERVER = "go.etcd.io/etcd/server/v3"
+ETCDUTL = "go.etcd.io/etcd/etcdutl/v3"
 GO_MIN_VERSION = (1, 26)
 
 
@@ -135,6 +136,32 @@ def etcd_binary(version: str, failpoints: bool = False, *, cache_root: Path | No
         progress(f"built etcd {version} in {gobuild.format_duration(time.monotonic() - began)}")
     if built_version(target) != version:
         raise PrerequisiteError(f"{target} does not say it is etcd {version}")
+    return target
+
+
+def etcdutl_binary(version: str = binaries.ETCD_VERSION, *, cache_root: Path | None = None,
+                   progress: Progress = _stderr_progress, heartbeat_s: float = 30.0) -> Path:
+    """etcdutl, etcd's offline tool (`snapshot restore`), of `version` (pins in
+    kube/gomod/etcdutl-<version>/), built into the cache on first use."""
+    module = GOMOD_DIR / f"etcdutl-{version}"
+    if not (module / "go.mod").exists():
+        pinned = sorted(p.name[len("etcdutl-"):] for p in GOMOD_DIR.glob("etcdutl-v*"))
+        raise ConfigError(f"no pinned etcdutl for {version!r}; pinned: {', '.join(pinned)}")
+    h = hashlib.sha256((module / "go.mod").read_bytes() + (module / "go.sum").read_bytes()).hexdigest()[:12]
+    target = (default_cache_root() if cache_root is None else cache_root) / f"etcdutl-{version}-{h}" / "etcdutl"
+    if gobuild.executable(target):
+        return target
+    go = gobuild.require_go(GO_MIN_VERSION, "install Go 1.26 or newer", f"etcdutl {version}", module)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with gobuild.build_lock(target.parent / ".lock", f"etcdutl {version}", progress, heartbeat_s):
+        if gobuild.executable(target):
+            return target
+        began = time.monotonic()
+        progress(f"building etcdutl {version} into {target.parent} (first use only; about a minute)")
+        gobuild.go_build(go, ["-trimpath", "-ldflags", "-s -w", "-o", str(target.parent / "etcdutl.partial"), ETCDUTL],
+                         module, target.parent / "build.log", f"etcdutl {version}", progress, heartbeat_s)
+        (target.parent / "etcdutl.partial").rename(target)
+        progress(f"built etcdutl {version} in {gobuild.format_duration(time.monotonic() - began)}")
     return target
 
 

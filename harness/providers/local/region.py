@@ -280,6 +280,38 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         fs["pid"] = None
         return {"pid": pid, **dropped}
 
+    # -- a member's volume: lost, and made again from a snapshot (seed 003) ----
+    def _flag(self, member: str, flag: str) -> str:
+        return next(a.split("=", 1)[1] for a in self.state["members"][member]["args"] if a.startswith(f"--{flag}="))
+
+    def lose_member_data(self, member: str) -> dict[str, Any]:
+        """Kill the member and delete its data directory's contents (its own filesystem, if it has
+        one, stays mounted and empty): irreversible."""
+        name = self.member(member).name
+        pid = self.kill_member(name)
+        data = Path(self._flag(name, "data-dir"))
+        removed = 0
+        for entry in list(data.iterdir()) if data.exists() else []:
+            if entry.name == disks.BALLAST:
+                continue
+            removed += sum(p.stat().st_size for p in entry.rglob("*") if p.is_file()) if entry.is_dir() else entry.stat().st_size
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        return {"pid": pid, "data_dir": str(data), "removed_bytes": removed}
+
+    def restore_members(self, snapshot: Path, etcdutl: Path) -> float:
+        """Every member's data deleted and made again from `snapshot`, a new cluster of the same
+        members (what etcd-druid does after a permanent quorum loss: no member's data is kept),
+        then started; returns the seconds the restore took (not the start)."""
+        from harness.backup.snapshots import MemberSeed, restore
+
+        for m in self.members:
+            self.lose_member_data(m.name)
+        seeds = [MemberSeed(m.name, m.peer_url, Path(self._flag(m.name, "data-dir"))) for m in self.members]
+        took = restore(etcdutl, snapshot, seeds, f"{self.spec.name}-restored-{int(time.time())}")
+        for m in self.members:
+            self.start_member(m.name)
+        return took
+
     def pause_member(self, member: str) -> int | None:
         pid = self.member_pid(member)
         self.signal_member(member, signal.SIGSTOP)
