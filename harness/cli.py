@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--power-loss-fs", action="store_true", default=None,
                     help="each member's data directory served by powerloss-fs, which keeps writes in memory until "
                          "they are fsynced; the member-power-loss fault drops the rest (built on first use)")
+    up.add_argument("--backups", action="store_true", default=None,
+                    help="a backup sidecar beside each member taking full and delta snapshots into a bucket of the "
+                         "region's local cloud (started for it)")
+    up.add_argument("--full-period", type=float, help="with --backups: seconds between full snapshots (default 3600)")
+    up.add_argument("--delta-period", type=float, help="with --backups: seconds between delta snapshots (default 5)")
     up.add_argument("--kubernetes", action="store_true",
                     help="also start the local seed: a Kubernetes control plane with one kwok node per region node "
                          "(binaries built from pinned Go modules on first use), its context merged into the kubeconfig")
@@ -167,7 +172,9 @@ def _config(args: argparse.Namespace) -> Config:
     if args.command == "up":
         for key, value in (("members", args.members), ("layout", args.layout), ("nodes_per_zone", args.nodes_per_zone),
                            ("hosts_per_zone", args.hosts_per_zone), ("data_on_disk", args.data_on_disk),
-                           ("member_disk_mib", args.member_disk_mib), ("power_loss_fs", args.power_loss_fs)):
+                           ("member_disk_mib", args.member_disk_mib), ("power_loss_fs", args.power_loss_fs),
+                           ("backups", args.backups), ("full_snapshot_period_s", args.full_period),
+                           ("delta_snapshot_period_s", args.delta_period)):
             if value is not None:
                 overrides[f"region.{key}"] = value
         if args.zones:

@@ -88,6 +88,11 @@ class RegionSpec:
     # True: each member's data directory is served by powerloss-fs, which holds every write until
     # it is fsynced; the member-power-loss fault drops what was not (a power cut, not a crash).
     power_loss_fs: bool = False
+    # True: a backup sidecar beside each member takes full snapshots every full_snapshot_period_s
+    # and delta snapshots every delta_snapshot_period_s into a bucket of the region's local cloud.
+    backups: bool = False
+    full_snapshot_period_s: float = 3600.0
+    delta_snapshot_period_s: float = 5.0
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -108,6 +113,10 @@ class RegionSpec:
         if self.power_loss_fs and self.member_disk_mib:
             raise ConfigError("power_loss_fs serves each member's data directory from a filesystem of its own already; "
                               "it cannot be combined with member_disk_mib (a tmpfs per member)")
+        if not 0.1 <= self.delta_snapshot_period_s <= 3600:
+            raise ConfigError(f"delta_snapshot_period_s must be 0.1-3600 seconds, got {self.delta_snapshot_period_s}")
+        if not 1 <= self.full_snapshot_period_s <= 7 * 86400:
+            raise ConfigError(f"full_snapshot_period_s must be 1 second to 7 days, got {self.full_snapshot_period_s}")
         for zone in self.zones:
             if not zone.replace("-", "").isalnum() or len(zone) > 10:
                 raise ConfigError(f"zone name {zone!r} must be alphanumeric with dashes, at most 10 characters")

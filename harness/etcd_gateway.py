@@ -8,9 +8,12 @@ hangs on a partitioned member.
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
+import socket
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlsplit
 
@@ -63,6 +66,15 @@ class EtcdClient:
         self.tls = tls
         self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 2379
         self._conn: NsHTTPConnection | NsHTTPSConnection | None = None
+
+    def interrupt(self) -> None:
+        """End a `watch_stream` or `snapshot` that another thread is reading (closing alone would
+        leave that thread blocked in its read)."""
+        conn = self._conn
+        sock = conn.sock if conn is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -173,6 +185,39 @@ class EtcdClient:
             raise EtcdRequestError(f"{self.url}/v3/maintenance/snapshot: {type(e).__name__}: {e}") from None
         self.close()  # a streamed response leaves nothing to reuse the connection for
         return written
+
+    def watch_stream(self, start_revision: int, timeout: float = 3600.0) -> Iterator[dict[str, Any]]:
+        """Every key's watch responses from `start_revision` on, as the gateway streams them (one
+        `result` a line: header, events, and `compact_revision`/`canceled` when the history is
+        compacted away), until the stream fails (EtcdRequestError) or `close()` is called from
+        another thread. Uses this client's connection alone: give the watch a client of its own."""
+        self.close()
+        self._conn = self._connection()
+        self._conn.timeout = timeout
+        body = {"create_request": {"key": "AA==", "range_end": "AA==", "start_revision": start_revision}}
+        try:
+            self._conn.request("POST", "/v3/watch", json.dumps(body), {"Content-Type": "application/json"})
+            resp = self._conn.getresponse()
+            if resp.status != 200:
+                raise EtcdRequestError(f"{self.url}/v3/watch: HTTP {resp.status}: {resp.read()[:300]!r}")
+            for line in resp:
+                if line.strip():
+                    message = json.loads(line)
+                    if "error" in message:
+                        raise EtcdRequestError(f"{self.url}/v3/watch: {message['error']}")
+                    yield message["result"]
+        except (OSError, http.client.HTTPException, ValueError, KeyError, AttributeError) as e:
+            raise EtcdRequestError(f"{self.url}/v3/watch: {type(e).__name__}: {e}") from None
+        finally:
+            self.close()
+        raise EtcdRequestError(f"{self.url}/v3/watch: the stream ended")
+
+    def apply_revision(self, events: list[dict[str, Any]]) -> int:
+        """The events of one revision (watch events: type, key, value in base64) as one transaction,
+        so it commits as one revision again; returns that revision."""
+        ops = [{"request_delete_range": {"key": e["key"]}} if e["type"] == "DELETE"
+               else {"request_put": {"key": e["key"], "value": e.get("value", "")}} for e in events]
+        return int(self.call("/v3/kv/txn", {"success": ops}, timeout=max(self.timeout, 5.0))["header"]["revision"])
 
     def status(self) -> Status:
         p = self.call("/v3/maintenance/status", {})

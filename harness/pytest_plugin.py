@@ -93,6 +93,7 @@ MARKERS = {
     "detect": "time to detect: when etcd's /health, its peer streams, /readyz, the load balancer and NotReady see a fault",
     "explore": "seeded random schedules of faults under load, judged by every validator (harness explore)",
     "quorum": "scenarios about etcd quorum loss and recovery",
+    "recovery": "backups to the object store and the recovery from a permanent quorum loss (seed 003, DEP-05)",
     "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
     "traffic": "cross-zone traffic between etcd members, measured at the router and from their metrics",
     "gep20": "GEP-20's outage experiment with the reference control plane running for real on the local seed",

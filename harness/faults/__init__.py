@@ -23,6 +23,8 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "peer-blackhole": ("harness.faults.etcd:PeerBlackhole", {}),
     "member-disk-full": ("harness.faults.etcd:MemberDiskFull", {}),
     "member-power-loss": ("harness.faults.etcd:MemberPowerLoss", {}),
+    "volume-loss": ("harness.faults.etcd:VolumeLoss", {}),
+    "backup-store-outage": ("harness.faults.backup:BackupStoreOutage", {}),
     "zone-link-cut": ("harness.faults.link:ZoneLink", {}),
     "zone-link-loss": ("harness.faults.link:ZoneLink", {"needs": "loss_percent"}),
     "zone-link-mtu": ("harness.faults.link:ZoneLink", {"needs": "larger_than"}),

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from harness.errors import ConfigError
 from harness.faults.base import Injection, lacks
 from harness.providers.base import (Environment, MemberDisks, MemberFailpoints, MemberPower, MemberProcesses,
-                                    MemberSignals, PeerNetwork)
+                                    MemberSignals, MemberVolumes, PeerNetwork)
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # gofail's terms: [N%][N*]action[(argument)][->term]; actions off, return, sleep, panic, break, print.
@@ -149,6 +149,35 @@ class MemberPowerLoss:
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         assert isinstance(env, MemberProcesses)
         env.start_member(target)
+
+
+class VolumeLoss:
+    """The member's volume is destroyed while its pod is gone (a deleted PVC and its PV, a lost EBS
+    volume): the process and its backup sidecar die, the data directory is emptied. Irreversible:
+    no heal brings the data back. Heal leaves the member as it finds it (down, or brought back by
+    a restore from the backups); the ledger and the fault's event say `irreversible`."""
+
+    kind: ClassVar[str] = "volume-loss"
+
+    def available(self, env: Environment) -> str | None:
+        return lacks(env, MemberVolumes, "destroy a member's volume")
+
+    def validate(self, env: Environment, target: str) -> str:
+        return env.member(target).name
+
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        assert isinstance(env, MemberVolumes)
+        ctx.record({"irreversible": True})  # in the ledger before the data goes
+        return {**env.lose_member_data(target), "irreversible": True}
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, MemberProcesses)
+        if env.member_running(target):
+            return None
+        return {"process_gone": data.get("pid"), "removed_bytes": data.get("removed_bytes"), "irreversible": True}
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        return None  # the data is gone for good; a restore from the backups is what brings a member back
 
 
 class MemberDiskFull:

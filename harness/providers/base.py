@@ -10,7 +10,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harness.errors import CapabilityMissing, ConfigError
@@ -301,6 +301,48 @@ class MemberPower(Protocol):
     def power_off_member(self, member: str) -> dict[str, Any]:
         """Kill the member and drop what its disk had not fsynced: {"pid", "dropped_bytes", "dropped_files"}.
         Starting the member again (MemberProcesses.start_member) powers its disk on first."""
+
+
+@runtime_checkable
+class MemberVolumes(Protocol):
+    """Environments that can destroy a member's volume (its pod gone with it)."""
+
+    def lose_member_data(self, member: str) -> dict[str, Any]:
+        """Kill the member and its backup sidecar, delete its data: {"pid", "data_dir", "removed_bytes"}."""
+
+
+@runtime_checkable
+class EtcdBackups(Protocol):
+    """Environments whose etcd is backed up to an object store (seed 003): full and delta
+    snapshots from a sidecar beside each member, and a restore of the whole cluster from them."""
+
+    def backup_store(self) -> Any:
+        """The cluster's store (harness.backup.store.BackupStore)."""
+
+    def backup_sidecars(self) -> dict[str, dict[str, Any] | str]:
+        """Each member's sidecar status (leading, last full and delta snapshots, failures), or why unreadable."""
+
+    def take_snapshot(self, kind: str) -> dict[str, Any]:
+        """An on-demand "full" or "delta" snapshot from the leading sidecar: {"snapshot", "revision"}."""
+
+    def restore_from_backups(self, progress: Callable[[str], None] | None = None, deltas: bool = True) -> dict[str, Any]:
+        """Every member's data made again from the store (full + deltas; `deltas=False`: the newest
+        full snapshot alone), then started: what etcd-druid does after a permanent quorum loss.
+        Returns figures: "revision" restored, "store_revision" (the newest the store held), seconds."""
+
+
+@runtime_checkable
+class BackupStoreNetwork(Protocol):
+    """Environments that can cut zones off from their etcd's backup store."""
+
+    def cut_backup_store(self, zones: list[str], run_id: str) -> dict[str, Any]:
+        """The store unreachable from `zones`; returns what restore_backup_store needs."""
+
+    def backup_store_cut_effect(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Evidence that the store is unreachable from every zone cut, or None."""
+
+    def restore_backup_store(self, data: dict[str, Any]) -> None:
+        """Reachable again; idempotent, and works from the fault's run id alone."""
 
 
 @runtime_checkable

@@ -190,6 +190,13 @@ def _(etcd, faults, member: str) -> Outage:
     return _grey(etcd, faults, "member-power-loss", member, {}, [])
 
 
+@when(parsers.re(r'the backup store is unreachable from (?P<where>every zone|zone "(?P<zone>[^"]+)")'),
+      target_fixture="outage")
+def _(etcd, faults, where: str, zone: str | None) -> Outage:
+    """The object store stops answering the region (every zone, or one): no zone is cut off from etcd."""
+    return _grey(etcd, faults, "backup-store-outage", zone or "all", {}, [])
+
+
 @when(parsers.parse('every save of member "{member}"\'s log waits {ms:d} ms'), target_fixture="outage")
 def _(etcd, faults, member: str, ms: int) -> Outage:
     """A slow disk: etcd's raftBeforeSave failpoint sleeps before each write-ahead log save (an
@@ -255,6 +262,7 @@ def _(etcd: EtcdCluster, timeline: Timeline, outage: Outage) -> Outage:
 @when("the disk is freed", target_fixture="outage")
 @when("the disk is fast again", target_fixture="outage")
 @when("its power comes back", target_fixture="outage")
+@when("the backup store is reachable again", target_fixture="outage")
 @when("the flapping stops", target_fixture="outage")
 def _(faults, timeline, outage: Outage) -> Outage:
     return _restore(faults, timeline, outage, None)

@@ -82,6 +82,28 @@ def write_latency(samples: Iterable[Sample], start: float, end: float, quantile:
     return Latency(quantile, ranked[int(rank) - 1], len(ranked), sum(not s.ok for s in begun))
 
 
+@dataclass(frozen=True)
+class WritesLost:
+    """Acknowledged writes a store no longer holds (a restore's RPO)."""
+
+    writes: list[Sample]
+
+    @property
+    def count(self) -> int:
+        return len(self.writes)
+
+    @property
+    def seconds(self) -> float:
+        """From the first lost write's start to the last one's acknowledgement (0: none lost)."""
+        return max(s.end for s in self.writes) - min(s.start for s in self.writes) if self.writes else 0.0
+
+
+def writes_lost(samples: Iterable[Sample], prefix: str, present: Iterable[str]) -> WritesLost:
+    """The acknowledged probe writes whose keys (`prefix` + sequence number) are not in `present`."""
+    have = {int(k[len(prefix):]) for k in present if k.startswith(prefix) and k[len(prefix):].isdigit()}
+    return WritesLost([s for s in samples if s.kind == "write" and s.ok and s.seq not in have])
+
+
 def first_ack_after(samples: Iterable[Sample], t: float) -> float | None:
     """Seconds from `t` to the first write acknowledged after it."""
     later = [x for x in acks(samples) if x > t]

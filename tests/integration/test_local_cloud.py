@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import stat
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,15 +21,18 @@ import pytest
 from botocore.config import Config as BotoConfig
 from botocore.exceptions import ClientError
 
+import harness.kube
 from harness import netns
 from harness.aws.access import AwsAccess, Credentials
 from harness.aws.nacl import apply_zone_outage, heal_zone_outage, plan_zone_outage
 from harness.config import load_config
-from harness.errors import EnvironmentStateError
+from harness.errors import EnvironmentStateError, HarnessError
 from harness.kube.processes import ProcessRecord
 from harness.providers.base import Cloud
 from harness.providers.local.cloud import TAG_NODE, TAG_ZONE, start_cloud, start_reconciler, status_path, workdir
+from harness.providers.local.kubernetes import start_for
 from harness.providers.local.region import LocalEnvironment, LocalRegion
+from harness.providers.local.uplink import ensure_uplink, uplink_address, uplink_up
 from harness.providers.state import state_path
 from harness.wait import wait_for
 from tests.integration.conftest import reachable
@@ -105,6 +109,26 @@ def test_the_region_is_a_vpc_with_a_subnet_per_zone_and_an_instance_per_node(
         ec2_client(access, access.machine_credentials, "iam").list_users()
     with pytest.raises(ClientError, match="InvalidClientTokenId|AuthFailure|not valid"):
         ec2_client(access, Credentials("AKIAUNKNOWN000000000", "nope")).describe_vpcs()
+
+
+def test_the_api_serves_on_the_uplink_for_the_harness_and_every_zone(
+        cloud: tuple[LocalEnvironment, AwsAccess], monkeypatch: pytest.MonkeyPatch) -> None:
+    env, access = cloud
+    address = uplink_address(env.refresh())  # made by the cloud: no seed runs here
+    assert address is not None and access.endpoint_url.startswith(f"http://{address}:")
+    assert ensure_uplink(env) == address and uplink_address(env.refresh()) == address  # asked again: the same one
+    fetch = f"import urllib.request; urllib.request.urlopen('{access.endpoint_url}/moto-api/', timeout=2).close()"
+    for zone in env.zones:  # from inside a node, through the router
+        netns.ns_run(env.names.node_ns(env.nodes_in(zone)[0].name), [sys.executable, "-c", fetch], timeout=15)
+    # A seed that fails to start leaves the uplink it did not make to the cloud serving on it.
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise HarnessError("no control plane today")
+
+    monkeypatch.setattr(harness.kube, "start_control_plane", fail)
+    with pytest.raises(HarnessError, match="no control plane today"):
+        start_for(env)
+    assert uplink_up(env) == address
+    ec2_client(access).describe_vpcs()
 
 
 def test_a_deny_all_acl_on_zone_a_cuts_it_off_until_the_original_is_back(
@@ -237,4 +261,6 @@ def test_down_leaves_no_process_file_or_table(region: LocalRegion, cloud: tuple[
     assert not any(r.alive() for r in records)
     assert not workdir(env.config, NAME).exists() and not state_path(env.config.state_dir, NAME).exists()
     assert not [ns for ns in netns.list_netns() if ns.startswith(f"{NAME}-")]
+    # The uplink's veth pair went with the router: nothing of it is left out here.
+    assert netns.run(["ip", "-o", "link", "show", env.names.uplink], check=False) == ""
     assert region.down() == []

@@ -1,11 +1,13 @@
 """The local cloud: the local region presented through a real AWS API, and kept in step with it.
 
-A moto server (its own process on loopback, authentication enforced, Inactive access keys refused
-as on AWS: cloud_server) holds a VPC with one subnet per zone (the zone's own CIDR) and one EC2
-instance per node (the node's address); a reconciler
-(another process, a region component like kwok) applies what that API says to the region: each
-subnet's network ACL becomes nftables rules in the router, a stopped instance a killed node. So the
-boto3 code that would run against real AWS (harness/aws) really blackholes a zone here.
+A moto server (its own process, authentication enforced, Inactive access keys refused as on AWS:
+cloud_server) listens on the harness's end of the region's uplink (uplink.py), so the harness
+reaches it directly and each zone through the router, as a VPC reaches the AWS APIs (its S3
+holds etcd backups). It holds a VPC with one subnet per zone (the zone's own CIDR) and one EC2
+instance per node (the node's address); a reconciler (another process, a region component like
+kwok) applies what that API says to the region: each subnet's network ACL becomes nftables rules
+in the router, a stopped instance a killed node. So the boto3 code that would run against real
+AWS (harness/aws) really blackholes a zone here.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from harness.config import Config
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitAbandoned, WaitTimeout
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
 from harness.providers.local.cloud_acl import TABLE, remove_ruleset
+from harness.providers.local.uplink import ensure_uplink
 from harness.wait import wait_for, wait_serving
 
 if TYPE_CHECKING:
@@ -122,16 +125,18 @@ def _remember(env: LocalEnvironment, name: str, record: ProcessRecord) -> None:
     path.write_text(json.dumps(known | {name: record.to_dict()}, indent=1))
 
 
-def _free_port() -> int:
+def _free_port(address: str) -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((address, 0))
         return int(s.getsockname()[1])
 
 
 def _start_moto(env: LocalEnvironment, wd: Path) -> str:
-    # moto listens on loopback, which starts down in the namespace a rootless harness makes itself.
+    # The harness reaches moto's address, one of its own, through loopback: that starts down in the
+    # namespace a rootless harness makes itself.
     if ",UP" not in netns.run(["ip", "-o", "link", "show", "lo"], check=False):
         netns.run(["ip", "link", "set", "lo", "up"], timeout=env.config.timeouts.command)
+    address = ensure_uplink(env)
     images = wd / "images.json"
     images.write_text(json.dumps([_IMAGE]))
     # No AWS_* of ours leaks in; the first BOOTSTRAP_CALLS calls are unauthenticated, then every call
@@ -140,12 +145,12 @@ def _start_moto(env: LocalEnvironment, wd: Path) -> str:
     child_env |= {"INITIAL_NO_AUTH_ACTION_COUNT": str(BOOTSTRAP_CALLS), "MOTO_AMIS_PATH": str(images)}
     log = log_dir(env.config, env.spec.name) / "cloud-moto.log"
     for _ in range(3):  # the free port may be taken before moto binds it
-        port = _free_port()
+        port = _free_port(address)
         # moto's server behind a check that refuses Inactive access keys, as AWS does (cloud_server).
         popen, record = spawn("moto", [sys.executable, "-m", "harness.providers.local.cloud_server",
-                                       "-H", "127.0.0.1", "-p", str(port)], log, child_env)
+                                       "-H", address, "-p", str(port)], log, child_env)
         _remember(env, "moto", record)
-        endpoint = f"http://127.0.0.1:{port}"
+        endpoint = f"http://{address}:{port}"
         if _serving(endpoint, popen, env.config.timeouts.region_up):
             return endpoint
         terminate(record, 2.0, popen)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import netns
-from harness.errors import ConfigError, HarnessError
+from harness.errors import ConfigError, EnvironmentStateError, HarnessError
 from harness.kube.processes import log_tail, process_state, spawn
 from harness.providers.base import PORTS, LinkImpairment
 from harness.providers.local import disks
@@ -371,8 +371,11 @@ def sweep(env: LocalEnvironment) -> list[str]:
             env.kill_member(m.name)
             done.append(f"stopped {m.name}, whose disk (powerloss-fs) was gone")
         if not env.member_running(m.name):
-            env.start_member(m.name)
-            done.append(f"restarted {m.name}")
+            try:
+                env.start_member(m.name)
+                done.append(f"restarted {m.name}")
+            except EnvironmentStateError as e:  # its volume was lost: only a restore brings it back
+                done.append(f"left {m.name} down: {e}")
         elif any(a.startswith("GOFAIL_HTTP=") for a in env.state["members"][m.name]["args"]):
             try:
                 for name in env.failpoints(m.name):

@@ -1,14 +1,14 @@
 """The local seed: the Kubernetes control plane beside the region, one kwok node per region node.
 
-The control plane listens on one end of an "uplink" veth pair whose other end sits in the
-region's router, so it is outside every zone and reached from each zone through the router:
-each node's kwok runs inside the node's network namespace, and whatever cuts the node off
-the network (a zone outage, a node failure) also stops its heartbeats.
+The control plane listens on the harness's end of the region's "uplink", a veth pair whose
+other end sits in the region's router (harness/providers/local/uplink.py), so it is outside
+every zone and reached from each zone through the router: each node's kwok runs inside the
+node's network namespace, and whatever cuts the node off the network (a zone outage, a node
+failure) also stops its heartbeats.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import shutil
 import sys
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from harness import netns
 from harness.config import Config
 from harness.errors import EnvironmentStateError
-from harness.locks import held
+from harness.providers.local.uplink import ensure_uplink, remove_uplink, uplink_up
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
@@ -38,45 +38,12 @@ def lb_address(env: LocalEnvironment) -> str:
     return f"{env.spec.subnet_prefix}.{LB_SUBNET}.10"
 
 
-# /30 per region: .1 in the harness's namespace (the API server), .2 in the router.
-UPLINK_POOL = ipaddress.ip_network("10.76.0.0/16")
-ROUTER_UPLINK = "uplink"
-
-
 def workdir(config: Config, region: str) -> Path:
     return config.state_dir / region / "kube"
 
 
 def context_name(region: str) -> str:
     return f"ha-harness-{region}"
-
-
-def _claim_uplink(config: Config) -> ipaddress.IPv4Network:
-    """The first /30 of the pool that no interface here uses (regions share this namespace)."""
-    used = netns.run(["ip", "-o", "-4", "addr", "show"], check=False)
-    for net in UPLINK_POOL.subnets(new_prefix=30):
-        if f" {net.network_address + 1}/" not in used and f" {net.network_address + 2}/" not in used:
-            return net  # type: ignore[return-value]
-    raise EnvironmentStateError(f"every /30 of {UPLINK_POOL} is in use by other regions; take some down")
-
-
-def _add_uplink(env: LocalEnvironment, net: ipaddress.IPv4Network) -> str:
-    n, t = env.names, env.config.timeouts.command
-    seed_ip, router_ip = net.network_address + 1, net.network_address + 2
-    netns.run(["ip", "link", "add", n.uplink, "type", "veth", "peer", "name", ROUTER_UPLINK, "netns", n.router], timeout=t)
-    netns.run(["ip", "addr", "add", f"{seed_ip}/30", "dev", n.uplink], timeout=t)
-    netns.run(["ip", "link", "set", n.uplink, "up"], timeout=t)
-    netns.run(["ip", "-n", n.router, "addr", "add", f"{router_ip}/30", "dev", ROUTER_UPLINK], timeout=t)
-    netns.run(["ip", "-n", n.router, "link", "set", ROUTER_UPLINK, "up"], timeout=t)
-    # Zones reach the seed as the router: no route back into the region is needed out here,
-    # and regions with the same zone subnets can run side by side. (Not a harness_* table:
-    # `harness heal` must not sweep it away.)
-    netns.nft(n.router, f"""add table ip region_uplink
-flush table ip region_uplink
-add chain ip region_uplink post {{ type nat hook postrouting priority 100; }}
-add rule ip region_uplink post oifname "{ROUTER_UPLINK}" masquerade
-""", t)
-    return str(seed_ip)
 
 
 def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str, Any]:
@@ -89,13 +56,8 @@ def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str
 
     if env.state.get("kubernetes"):
         raise EnvironmentStateError(f"region {env.spec.name!r} already runs its Kubernetes control plane")
-    env.config.state_dir.mkdir(parents=True, exist_ok=True)
-    # Claiming a /30 is serialised on the state directory itself (no lock file to leave behind).
-    with held(env.config.state_dir, "the seeds' uplink networks"):
-        net = _claim_uplink(env.config)
-        # Recorded before it exists; `down` deletes the router, and the veth pair with it.
-        env.update(lambda st: st.update(uplink=str(net)))
-        address = _add_uplink(env, net)
+    made_uplink = uplink_up(env) is None  # else the cloud made it, and may be serving on it
+    address = ensure_uplink(env)
     spec = ControlPlaneSpec(
         nodes=tuple(NodeSpec(n.name, n.zone, n.host, env.names.node_ns(n.name), n.address) for n in env.nodes),
         bind_address=address,
@@ -104,8 +66,8 @@ def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str
     try:
         cp = start_control_plane(spec, workdir(env.config, env.spec.name))
     except BaseException:
-        netns.run(["ip", "link", "del", env.names.uplink], check=False)
-        env.update(lambda st: st.pop("uplink", None))
+        if made_uplink and not env.refresh().get("cloud"):  # a cloud started meanwhile serves on it
+            remove_uplink(env)
         raise
     try:
         _start_node_agents(env, cp)

@@ -9,7 +9,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -246,8 +246,17 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         rec = self.state["members"][self.member(member).name]
         if rec.get("fs"):
             self._power_on(member, rec["fs"])  # never a member on the empty directory beneath its filesystem
+        if rec.get("bootstrapped") and not (Path(self._flag(member, "data-dir")) / "member").is_dir():
+            # Started on an empty directory, it would bootstrap the same member of a "new" cluster
+            # with an empty log: a member that forgot what it acknowledged, or a new empty cluster.
+            raise EnvironmentStateError(f"{member}'s data is gone (its volume was lost): restore the cluster from "
+                                        "its backups (restore_from_backups) rather than start it empty")
         pid = etcdproc.start_member(rec["ns"], rec["args"], Path(rec["log"]))
         self.update(lambda st: st["members"][member].update(pid=pid))
+        if self.state.get("backups"):  # a member's pod comes back with its backup sidecar
+            from harness.providers.local.backups import start_sidecar
+
+            start_sidecar(self, member)
         return pid
 
     # -- a member's power: powerloss-fs under its data directory ([region] power_loss_fs) ----
@@ -289,6 +298,10 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         one, stays mounted and empty): irreversible."""
         name = self.member(member).name
         pid = self.kill_member(name)
+        if self.state.get("backups"):  # its pod is gone, and the backup sidecar with it
+            from harness.providers.local.backups import stop_sidecar
+
+            stop_sidecar(self, name)
         data = Path(self._flag(name, "data-dir"))
         removed = 0
         for entry in list(data.iterdir()) if data.exists() else []:
@@ -311,6 +324,42 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         for m in self.members:
             self.start_member(m.name)
         return took
+
+    # -- backups ([region] backups): harness.providers.local.backups ------------
+    def backup_store(self) -> Any:
+        from harness.providers.local.backups import store
+
+        return store(self)
+
+    def backup_sidecars(self) -> dict[str, dict[str, Any] | str]:
+        from harness.providers.local.backups import sidecars
+
+        return sidecars(self)
+
+    def take_snapshot(self, kind: str) -> dict[str, Any]:
+        from harness.providers.local.backups import take_snapshot
+
+        return take_snapshot(self, kind)
+
+    def restore_from_backups(self, progress: Callable[[str], None] | None = None, deltas: bool = True) -> dict[str, Any]:
+        from harness.providers.local.backups import restore_from_backups
+
+        return restore_from_backups(self, progress, deltas)
+
+    def cut_backup_store(self, zones: list[str], run_id: str) -> dict[str, Any]:
+        from harness.providers.local.backups import cut_backup_store
+
+        return cut_backup_store(self, zones, run_id)
+
+    def backup_store_cut_effect(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        from harness.providers.local.backups import backup_store_cut_effect
+
+        return backup_store_cut_effect(self, data)
+
+    def restore_backup_store(self, data: dict[str, Any]) -> None:
+        from harness.providers.local.backups import restore_backup_store
+
+        restore_backup_store(self, data)
 
     def pause_member(self, member: str) -> int | None:
         pid = self.member_pid(member)
@@ -590,6 +639,11 @@ class LocalRegion:
                 dead = [m.name for m in members if not env.member_running(m.name)]
                 logs = "".join(f"\n--- {name} log:\n{log_tail(env.state['members'][name]['log'])}" for name in dead)
                 raise EnvironmentStateError(f"region did not become healthy: {e}{logs}") from None
+            env.update(lambda st: [rec.update(bootstrapped=True) for rec in st["members"].values()])
+            if self.spec.backups:
+                from harness.providers.local.backups import start_backups
+
+                start_backups(env)
             return env
         except BaseException:
             self.down()

@@ -1,0 +1,254 @@
+"""Backups of the local region's etcd ([region] backups): a backup sidecar (harness.backup.sidecar)
+beside each member, in the member's node namespace, writing to a bucket of the region's local cloud
+(moto's S3, outside every zone and reached through the router, as a region's S3 endpoint is).
+
+The sidecars write with a key pair of their own (an IAM user allowed the bucket and nothing else),
+never the harness's. A member's sidecar starts with the member and dies with its volume
+(`LocalEnvironment.lose_member_data`): a killed etcd process leaves its sidecar running, as a
+crashed container leaves the other containers of its pod.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from harness import netns
+from harness.aws.errors import aws_call
+from harness.backup.store import BackupStore, StoreSpec
+from harness.errors import ConfigError, EnvironmentStateError
+from harness.providers.local import effects
+from harness.providers.local import etcd as etcdproc
+from harness.wait import wait_for
+
+if TYPE_CHECKING:
+    from harness.providers.local.region import LocalEnvironment
+
+SIDECAR_PORT = 8080  # etcd-backup-restore's server port
+BACKUP_USER = "etcd-backup"
+CLUSTER_PREFIX = "etcd"  # the region's one etcd cluster
+
+
+def bucket_name(region: str) -> str:
+    return f"ha-harness-{region.lower()}-etcd-backups"
+
+
+def start_backups(env: LocalEnvironment) -> StoreSpec:
+    """The bucket, the backup user and its key, then a sidecar beside each member; recorded in the state."""
+    from harness.etcd_builds import etcdutl_binary
+    from harness.providers.local.cloud import ensure_cloud
+
+    if env.tls is not None:
+        raise ConfigError("[region] backups does not work with [etcd] tls yet: the backup sidecar speaks plain HTTP "
+                          "to its member")
+    access = ensure_cloud(env)
+    bucket = bucket_name(env.spec.name)
+    s3 = access.client("s3")
+    iam = access.client("iam")
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": [
+        f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]}]}
+    with aws_call(f"creating the backup bucket {bucket} and its user {BACKUP_USER}"):
+        s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": access.region})
+        iam.create_user(UserName=BACKUP_USER)
+        iam.put_user_policy(UserName=BACKUP_USER, PolicyName="backup-bucket", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName=BACKUP_USER)["AccessKey"]
+    spec = StoreSpec(access.endpoint_url, access.region, bucket, CLUSTER_PREFIX, key["AccessKeyId"],
+                     key["SecretAccessKey"])
+    workdir = env.config.state_dir / env.spec.name / "backup"
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "store.json").write_text(json.dumps(spec.public()))
+    record = {"store": spec.to_dict(), "workdir": str(workdir), "etcdutl": str(etcdutl_binary()), "sidecars": {}}
+    env.update(lambda st: st.update(backups=record))
+    for m in env.members:
+        start_sidecar(env, m.name)
+    return spec
+
+
+def store_spec(env: LocalEnvironment) -> StoreSpec:
+    record = env.state.get("backups")
+    if not record:
+        raise ConfigError(f"region {env.spec.name!r} takes no backups: bring it up with [region] backups "
+                          "(`harness up --backups`)")
+    return StoreSpec.from_dict(record["store"])
+
+
+def store(env: LocalEnvironment) -> BackupStore:
+    return BackupStore(store_spec(env))
+
+
+def sidecar_running(env: LocalEnvironment, member: str) -> bool:
+    rec = (env.state.get("backups") or {}).get("sidecars", {}).get(member) or {}
+    return bool(rec.get("pid")) and etcdproc.alive(rec["pid"])
+
+
+def start_sidecar(env: LocalEnvironment, member: str) -> int:
+    """The member's sidecar, in its node's namespace, listening on the node's address."""
+    record = env.state["backups"]
+    if sidecar_running(env, member):
+        return int(record["sidecars"][member]["pid"])
+    m = env.member(member)
+    spec = StoreSpec.from_dict(record["store"])
+    workdir = Path(record["workdir"])
+    node = next(n for n in env.nodes if n.name == m.node)
+    log = env.config.state_dir / env.spec.name / "logs" / f"{m.name}-backup.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["ip", "netns", "exec", env.names.node_ns(m.node), sys.executable, "-m", "harness.backup.sidecar",
+            f"--member={m.client_url}", f"--store={workdir / 'store.json'}", f"--etcdutl={record['etcdutl']}",
+            f"--workdir={workdir / m.name}", f"--listen={node.address}:{SIDECAR_PORT}",
+            f"--full-period={env.spec.full_snapshot_period_s}", f"--delta-period={env.spec.delta_snapshot_period_s}"]
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    child_env |= {"AWS_ACCESS_KEY_ID": spec.access_key_id or "", "AWS_SECRET_ACCESS_KEY": spec.secret_access_key or ""}
+    with open(log, "ab") as out:
+        pid = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                               start_new_session=True, env=child_env).pid
+    env.update(lambda st: st["backups"]["sidecars"].update({m.name: {"pid": pid, "log": str(log),
+                                                                     "listen": f"{node.address}:{SIDECAR_PORT}"}}))
+    wait_for(lambda: _status_or_error(env, m.name), lambda s: isinstance(s, dict) or not etcdproc.alive(pid),
+             f"{m.name}'s backup sidecar to answer", env.config.timeouts.member_ready)
+    if not etcdproc.alive(pid):
+        from harness.providers.local.region import log_tail
+
+        raise EnvironmentStateError(f"{m.name}'s backup sidecar exited; its log ({log}):\n{log_tail(log)}")
+    return pid
+
+
+def stop_sidecar(env: LocalEnvironment, member: str) -> int | None:
+    """Kill the member's sidecar (what it had not uploaded is gone); returns its pid."""
+    rec = (env.state.get("backups") or {}).get("sidecars", {}).get(member) or {}
+    pid = rec.get("pid")
+    if pid and etcdproc.signal_pid(pid, signal.SIGKILL):
+        from harness.providers.local.region import _reap
+
+        _reap(pid, 2.0)
+    if rec:
+        env.update(lambda st: st["backups"]["sidecars"][member].update(pid=None))
+    return pid
+
+
+def _status_or_error(env: LocalEnvironment, member: str) -> dict[str, Any] | str:
+    try:
+        return sidecar_status(env, member)
+    except EnvironmentStateError as e:
+        return str(e)
+
+
+def sidecar_request(env: LocalEnvironment, member: str, method: str, path: str, timeout: float = 5.0) -> dict[str, Any]:
+    """A call to the member's sidecar from its node's namespace; EnvironmentStateError when it cannot
+    be made or is refused (the sidecar's own reason)."""
+    rec = (env.state.get("backups") or {}).get("sidecars", {}).get(member)
+    if not rec:
+        raise EnvironmentStateError(f"{member} has no backup sidecar")
+    host, port = rec["listen"].rsplit(":", 1)
+    conn = netns.NsHTTPConnection(host, int(port), timeout, env.names.node_ns(env.member(member).node))
+    try:
+        conn.request(method, path)
+        resp = conn.getresponse()
+        doc = json.loads(resp.read() or b"{}")
+    except (OSError, http.client.HTTPException, ValueError) as e:
+        raise EnvironmentStateError(f"{member}'s backup sidecar at {rec['listen']}: {type(e).__name__}: {e}") from None
+    finally:
+        conn.close()
+    if resp.status != 200:
+        raise EnvironmentStateError(f"{member}'s backup sidecar refused {method} {path}: {doc.get('error')}")
+    return dict(doc)
+
+
+def sidecar_status(env: LocalEnvironment, member: str) -> dict[str, Any]:
+    return sidecar_request(env, member, "GET", "/status", env.config.timeouts.status_request * 4)
+
+
+def sidecars(env: LocalEnvironment) -> dict[str, dict[str, Any] | str]:
+    out: dict[str, dict[str, Any] | str] = {}
+    for m in env.members:
+        if not sidecar_running(env, m.name):
+            out[m.name] = "not running"
+            continue
+        try:
+            out[m.name] = sidecar_status(env, m.name)
+        except EnvironmentStateError as e:
+            out[m.name] = str(e)
+    return out
+
+
+def take_snapshot(env: LocalEnvironment, kind: str) -> dict[str, Any]:
+    """An on-demand snapshot, asked of the leading sidecar (the others refuse: 409)."""
+    if kind not in ("full", "delta"):
+        raise ConfigError(f"a snapshot is full or delta, got {kind!r}")
+    leading = [name for name, s in sidecars(env).items() if isinstance(s, dict) and s.get("leading")]
+    if not leading:
+        raise EnvironmentStateError("no backup sidecar leads (no member leads, or its sidecar is gone): "
+                                    "a snapshot needs a cluster with quorum")
+    return sidecar_request(env, leading[0], "POST", f"/snapshot/{kind}", 300.0)
+
+
+def restore_from_backups(env: LocalEnvironment, progress: Callable[[str], None] | None = None,
+                         deltas: bool = True) -> dict[str, Any]:
+    """Compact the store's chain into one full snapshot, restore every member from it, start them."""
+    from harness.backup.compaction import compact
+
+    began = time.monotonic()
+    record = env.state["backups"]
+    held = store(env).latest_revision()
+    c = compact(store(env), Path(env.state["etcd"]["path"]), Path(record["etcdutl"]),
+                Path(record["workdir"]) / "restore", progress=progress, deltas=deltas)
+    restored = env.restore_members(c.snapshot.path, Path(record["etcdutl"]))
+    return {"revision": c.revision, "store_revision": held, "full": c.chain.full.name, "deltas": len(c.chain.deltas),
+            "events": c.events,
+            "compaction_s": round(c.seconds, 3), "restore_s": round(restored, 3),
+            "total_s": round(time.monotonic() - began, 3)}
+
+
+# -- the backup-store-outage fault: the store unreachable from zones, dropped at the router --------
+def _store_address(env: LocalEnvironment) -> tuple[str, int]:
+    parts = urlsplit(store_spec(env).endpoint_url or "")
+    if not parts.hostname or not parts.port:
+        raise EnvironmentStateError(f"the backup store's endpoint {store_spec(env).endpoint_url!r} has no address and port")
+    return parts.hostname, parts.port
+
+
+def store_cut_table(run_id: str) -> str:
+    return f"{effects.FAULT_TABLE_PREFIX}store_{run_id.replace('-', '_')}"
+
+
+def cut_backup_store(env: LocalEnvironment, zones: list[str], run_id: str) -> dict[str, Any]:
+    """The router drops what the zones send to the store's address and port (the harness, outside
+    every zone, still reaches it)."""
+    address, port = _store_address(env)
+    table = store_cut_table(run_id)
+    subnets = ", ".join(env.names.subnet(z) for z in zones)
+    netns.nft(env.names.router, f"""add table inet {table}
+flush table inet {table}
+add chain inet {table} forward {{ type filter hook forward priority -10; policy accept; }}
+add rule inet {table} forward ip saddr {{ {subnets} }} ip daddr {address} tcp dport {port} counter drop
+""", env.config.timeouts.command)
+    return {"table": table, "zones": zones, "store": f"{address}:{port}"}
+
+
+def backup_store_cut_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
+    """In effect once a connection to the store from each cut zone goes unanswered (tried from the
+    zone's client namespace, 0.3 s each)."""
+    address, port = _store_address(env)
+    for zone in data["zones"]:
+        try:
+            with netns.entered(env.names.client_ns(zone)):
+                socket.create_connection((address, port), timeout=0.3).close()
+            return None  # still answered
+        except OSError:
+            continue
+    return {"unreachable_from": data["zones"], "dropped_packets": effects.dropped_packets(env.names.router, data["table"])}
+
+
+def restore_backup_store(env: LocalEnvironment, data: dict[str, Any]) -> None:
+    """Idempotent; from the run id alone when inject never returned (the table is named after it)."""
+    table = data.get("table") or store_cut_table(data["run_id"])
+    netns.nft(env.names.router, effects.remove_table(table), env.config.timeouts.command)
