@@ -31,3 +31,56 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
     When the backup store is reachable again
     Then the backups hold every acknowledged write within 5 s
     And no acknowledged write is lost
+
+  Scenario: Two of three volumes lost: a QuorumLossRecoveryTask brings the cluster back from its backups
+    DEP-05's recovery as a task resource on the seed: the executor restores every member from the
+    store's full snapshot and deltas and waits for a healthy cluster.
+
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When 3 s pass
+    And the volumes of the etcd leader and one follower are lost
+    And 2 s pass
+    Then linearizable writes fail during the outage
+    When a QuorumLossRecoveryTask is created
+    Then the task is completed within 60 s
+    And etcd is back with 3 healthy members in 3 zones
+    And writes resume within 15 s of the outage
+    And the writes lost are only those after the last delta snapshot, at most 1.5 s of them
+    And all members end with equal HashKV
+    And the executor counts 1 success QuorumLossRecoveryTask
+
+  Scenario: Tasks refused as DEP-05 says: a duplicate, a recovery with quorum, a snapshot without it
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    When 2 OnDemandSnapshotTasks for a full snapshot are created at once
+    Then the first task is completed within 30 s
+    And the task is rejected, saying "duplicate of task"
+    When a QuorumLossRecoveryTask is created
+    Then the task is rejected, saying "has quorum"
+    When the volumes of the etcd leader and one follower are lost
+    And an OnDemandSnapshotTask for a delta snapshot is created
+    Then the task is rejected, saying "no quorum"
+    And the executor counts 2 rejected OnDemandSnapshotTasks
+    And the executor counts 1 rejected QuorumLossRecoveryTask
+    When a QuorumLossRecoveryTask is created
+    Then the task is completed within 60 s
+    And etcd is back with 3 healthy members in 3 zones
+
+  Scenario: On-demand delta and full snapshots land in the store with the revisions they cover
+    The delta period is 30 s: no periodic delta is taken while the scenario runs.
+
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 30 s
+    And the operator tasks run on its seed
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When 2 s pass
+    And an OnDemandSnapshotTask for a delta snapshot is created
+    Then the task is completed within 10 s
+    And the backup store holds a delta snapshot covering every write acknowledged before the task
+    When an OnDemandSnapshotTask for a full snapshot is created
+    Then the task is completed within 30 s
+    And the backup store holds a full snapshot covering every write acknowledged before the task
+    When an OnDemandSnapCompactionTask is created
+    Then the task is completed within 30 s
+    And the executor counts 1 success OnDemandSnapCompactionTask

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness import etcd_builds, rootless
+from harness import etcd_builds, rootless, task_commands
 from harness.config import PROVIDER_NAMES, Config, load_config
 from harness.errors import ConfigError, HarnessError
 from harness.faults import FAULTS
@@ -160,6 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     length.add_argument("--minutes", type=float, default=None, help="the same in minutes")
     explore.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments (after --)")
     conventions_cli.add_parser(sub)
+    task_commands.add_parser(sub)
     return p
 
 
@@ -448,6 +449,8 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         return 0
     if args.command == "fault":
         return _fault(env, args)
+    if args.command == "task":
+        return task_commands.run(env, args)
     if args.command == "deploy":
         return _deploy(provider, env, config, args)
     if args.command == "undeploy":

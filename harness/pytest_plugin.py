@@ -318,6 +318,9 @@ def region_factory(harness_config: Config, pytestconfig: pytest.Config) -> Itera
 # What steps hand each other (target fixtures), and a Given-step that provides each: a step used
 # without it fails saying which step is missing, not with pytest's "fixture 'probe' not found".
 STEP_STATE = {
+    "task_endpoint": 'a Given-step starting them, e.g. "Given the operator tasks run on its seed"',
+    "task": 'a When-step creating one, e.g. "When a QuorumLossRecoveryTask is created"',
+    "recovery": 'a step restoring the cluster, e.g. "When the cluster is restored from its backups"',
     "target_zone": 'a Given-step choosing it, e.g. "Given the zone of the etcd leader is the target zone"',
     "probe": 'a Given-step starting it, e.g. "Given write and read probes run every 10 ms from a client in zone '
              '"zone-a""',

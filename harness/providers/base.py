@@ -325,10 +325,33 @@ class EtcdBackups(Protocol):
     def take_snapshot(self, kind: str) -> dict[str, Any]:
         """An on-demand "full" or "delta" snapshot from the leading sidecar: {"snapshot", "revision"}."""
 
+    def compact_backups(self) -> dict[str, Any]:
+        """The store's newest full snapshot and the deltas after it made into a new full snapshot,
+        uploaded: {"snapshot", "revision", "full", "deltas", "events"}."""
+
     def restore_from_backups(self, progress: Callable[[str], None] | None = None, deltas: bool = True) -> dict[str, Any]:
         """Every member's data made again from the store (full + deltas; `deltas=False`: the newest
         full snapshot alone), then started: what etcd-druid does after a permanent quorum loss.
         Returns figures: "revision" restored, "store_revision" (the newest the store held), seconds."""
+
+
+@dataclass(frozen=True)
+class TaskEndpoint:
+    """Where an etcd's operator tasks (seed 003) are created: the seed, the namespace, the etcd's
+    name in spec.etcdName, and the executor's metrics (None: not known)."""
+
+    kube: KubeAccess
+    namespace: str
+    etcd_name: str
+    metrics_url: str | None = None
+
+
+@runtime_checkable
+class OperatorTasks(Protocol):
+    """Environments whose seed runs DEP-05's EtcdOperatorTask resources for their etcd."""
+
+    def task_endpoint(self) -> TaskEndpoint:
+        """The task resource installed and an executor running (started on first use)."""
 
 
 @runtime_checkable

@@ -8,10 +8,12 @@ from typing import Any, Callable
 from pytest_bdd import given, parsers, then, when
 
 from harness import judge
+from harness.backup import tasks
+from harness.backup.store import DELTA, FULL
 from harness.errors import CapabilityMissing, WaitTimeout
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged_keys
-from harness.providers.base import EtcdBackups, EtcdCluster, Environment
+from harness.providers.base import EtcdBackups, EtcdCluster, Environment, OperatorTasks, TaskEndpoint
 from harness.steps.faults import apply_faults
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
@@ -81,7 +83,7 @@ def _(etcd: EtcdCluster, probes, probe: AvailabilityProbe, outage: Outage, recov
     in_store = [s for s in rpo.writes if s.revision is not None and s.revision <= held]
     judge.none_of([f"seq {s.seq} at revision {s.revision}" for s in in_store],
                   f"acknowledged writes lost although the store held their revision (up to {held}; restored to "
-                  f"{recovery['revision']})")
+                  f"{recovery.get('revision', 'unknown')})")
     judge.at_most(rpo.seconds, limit, f"seconds of acknowledged writes lost ({rpo.count} writes)")
 
 
@@ -119,3 +121,92 @@ def _(env, probe: AvailabilityProbe, timeline: Timeline, limit: float) -> None:
     timeline.mark("figure", f"time until the backups hold revision {acked}", value=took, unit="s")
     judge.at_most(took, limit, f"time until the backups held revision {acked}",
                   seen=f"the store's newest revision: {store.latest_revision()}")
+
+
+# -- DEP-05's operator tasks -----------------------------------------------------------------------
+TASK_KINDS = "|".join(tasks.TASK_TYPES)
+
+
+@given("the operator tasks run on its seed", target_fixture="task_endpoint")
+def _(env, seed) -> TaskEndpoint:
+    """The EtcdOperatorTask resource on the region's seed (started for it) and its executor."""
+    if not isinstance(env, OperatorTasks):
+        raise CapabilityMissing(f"the {env.provider} environment runs no operator tasks for its etcd")
+    return env.task_endpoint()
+
+
+@when(parsers.re(rf"(?P<count>an?|\d+) (?P<kind>{TASK_KINDS})s?(?: for an? (?P<snapshot>full|delta) snapshot)? "
+                 r"(?:is|are) created(?P<at_once> at once)?"), target_fixture="task")
+def _(env, task_endpoint: TaskEndpoint, timeline: Timeline, count: str, kind: str, snapshot: str | None,
+      at_once: str | None) -> dict[str, Any]:
+    """Created back to back (the last one is "the task"); what the store held just before is kept
+    for the RPO."""
+    config = {"snapshotType": f"{snapshot}-snapshot"} if snapshot else None
+    held = _backups(env).backup_store().latest_revision()
+    names = []
+    for _ in range(1 if count in ("a", "an") else int(count)):
+        name = tasks.unique_name(kind)
+        tasks.create_task(task_endpoint.kube, tasks.task_manifest(name, task_endpoint.namespace, kind,
+                                                                  task_endpoint.etcd_name, config))
+        names.append(name)
+    timeline.mark("task", f"{kind} created", names=names)
+    return {"name": names[-1], "names": names, "kind": kind, "created": timeline.now(), "store_revision": held}
+
+
+@then(parsers.re(r"the (?P<which>first )?task (?:is|ends) (?P<expected>completed|rejected|failed) within "
+                 r"(?P<limit>[\d.]+) s"), target_fixture="recovery")
+def _(env, task_endpoint: TaskEndpoint, task: dict[str, Any], timeline: Timeline, which: str | None, expected: str,
+      limit: str) -> dict[str, Any]:
+    name = task["names"][0] if which else task["name"]
+    try:
+        done = tasks.wait_finished(task_endpoint.kube, task_endpoint.namespace, name, float(limit))
+    except WaitTimeout as e:
+        judge.holds(False, f"task {name} {expected} within {limit} s", seen=str(e))
+        raise  # not reached: the judge raised
+    summary = tasks.summary(done)
+    took = timeline.now() - task["created"]
+    timeline.mark("figure", f"{task['kind']} {name}: created to {summary['state']}", value=took, unit="s", task=summary)
+    if hasattr(env, "refresh"):
+        env.refresh()  # the executor changed the region under this process (restored members run anew)
+    judge.equal(summary["state"], expected, f"the state task {name} ended in ({(summary['lastOperation'] or {}).get('reason')})")
+    return {"store_revision": task["store_revision"], "task": summary, "seconds": took}
+
+
+@then(parsers.parse('the task is rejected, saying "{text}"'))
+def _(task_endpoint: TaskEndpoint, task: dict[str, Any], text: str) -> None:
+    done = tasks.summary(tasks.wait_finished(task_endpoint.kube, task_endpoint.namespace, task["name"], 30.0))
+    reason = (done["lastOperation"] or {}).get("reason", "")
+    judge.equal(done["state"], tasks.REJECTED, f"the state of task {task['name']} ({reason})")
+    judge.holds(text in reason and any(text in e.get("description", "") for e in done["lastErrors"]),
+                f"task {task['name']} rejected saying {text!r} (in its lastOperation and lastErrors)", seen=done)
+
+
+@then(parsers.re(rf"the executor counts (?P<count>\d+) (?P<state>success|failed|rejected) (?P<kind>{TASK_KINDS})s?"))
+def _(task_endpoint: TaskEndpoint, count: str, state: str, kind: str) -> None:
+    """DEP-05's etcd_operator_tasks_total{type, state}, read from the executor's /metrics."""
+    if task_endpoint.metrics_url is None:
+        raise CapabilityMissing("this environment's task executor serves no metrics the harness can read")
+    counts = tasks.task_counts(task_endpoint.metrics_url)
+    judge.equal(counts.get((kind, state), 0.0), float(count), f'etcd_operator_tasks_total{{type="{kind}",state="{state}"}}')
+
+
+@then(parsers.re(r"the backup store holds an? (?P<kind>full|delta) snapshot covering every write acknowledged before "
+                 r"the task"))
+def _(env, probe: AvailabilityProbe, task: dict[str, Any], kind: str) -> None:
+    acked = max((s.revision or 0 for s in probe.history.samples if s.kind == "write" and s.ok and s.end < task["created"]),
+                default=0)
+    names = [n for n in _backups(env).backup_store().list() if n.kind == {"full": FULL, "delta": DELTA}[kind]]
+    judge.holds(acked > 0, "writes were acknowledged before the task", seen=acked)
+    judge.holds(any(n.end >= acked for n in names), f"a {kind} snapshot in the store up to revision {acked} or later",
+                seen=[n.name for n in names])
+
+
+@then(parsers.parse("etcd is back with {members:d} healthy members in {zones:d} zones"))
+def _(etcd: EtcdCluster, members: int, zones: int) -> None:
+    try:
+        statuses = etcd.wait_healthy()
+    except WaitTimeout as e:
+        judge.holds(False, f"{members} healthy members with one leader", seen=str(e)[-600:])
+        raise  # not reached: the judge raised
+    spread = {etcd.member(name).zone for name in statuses}
+    judge.equal((len(statuses), len(spread)), (members, zones), "healthy members and the zones they are in")

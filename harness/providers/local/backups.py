@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,8 @@ from urllib.parse import urlsplit
 from harness import netns
 from harness.aws.errors import aws_call
 from harness.backup.store import BackupStore, StoreSpec
+from harness.kube.processes import log_tail
+from harness.providers.base import TaskEndpoint
 from harness.errors import ConfigError, EnvironmentStateError
 from harness.providers.local import effects
 from harness.providers.local import etcd as etcdproc
@@ -252,3 +255,62 @@ def restore_backup_store(env: LocalEnvironment, data: dict[str, Any]) -> None:
     """Idempotent; from the run id alone when inject never returned (the table is named after it)."""
     table = data.get("table") or store_cut_table(data["run_id"])
     netns.nft(env.names.router, effects.remove_table(table), env.config.timeouts.command)
+
+
+def compact_backups(env: LocalEnvironment) -> dict[str, Any]:
+    """The on-demand snapshot compaction: the store's chain into a new full snapshot, uploaded."""
+    from harness.backup.compaction import compact, upload_compacted
+
+    record = env.state["backups"]
+    bucket = store(env)
+    c = compact(bucket, Path(env.state["etcd"]["path"]), Path(record["etcdutl"]), Path(record["workdir"]) / "compaction")
+    name = upload_compacted(bucket, c)
+    c.snapshot.path.unlink(missing_ok=True)
+    return {"snapshot": name.name, "revision": c.revision, "full": c.chain.full.name, "deltas": len(c.chain.deltas),
+            "events": c.events, "seconds": round(c.seconds, 3)}
+
+
+# -- the operator tasks' executor on the local seed ----------------------------------------------
+TASK_NAMESPACE = "default"
+EXECUTOR = "etcd-task-executor"
+
+
+def task_endpoint(env: LocalEnvironment) -> TaskEndpoint:
+    """The EtcdOperatorTask CRD installed on the region's seed and the executor running (a seed
+    component: it stops with the seed)."""
+    from harness.backup.tasks import install_crd
+    from harness.locks import held
+    from harness.providers.local.kubernetes import start_seed_component
+
+    kube = env.kube()
+    if kube is None:
+        raise ConfigError(f"region {env.spec.name!r} has no seed to hold operator tasks: bring it up with "
+                          "`harness up --kubernetes --backups`")
+    store_spec(env)  # refuses a region without backups, saying how to get them
+    with held(env.config.state_dir, f"the task executor of region {env.spec.name}"):
+        record = (env.refresh().get("backups") or {}).get("executor")
+        if record and etcdproc.alive(record["pid"]):
+            return TaskEndpoint(kube, TASK_NAMESPACE, CLUSTER_PREFIX, f"http://{record['metrics']}/metrics")
+        install_crd(kube, env.config.timeouts.kube_request * 3)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            metrics = f"127.0.0.1:{s.getsockname()[1]}"
+        process = start_seed_component(env, EXECUTOR, [
+            sys.executable, "-m", "harness.backup.executor", f"--state-dir={env.config.state_dir}",
+            f"--region={env.spec.name}", f"--kubeconfig={kube.kubeconfig}", f"--namespace={TASK_NAMESPACE}",
+            f"--etcd-name={CLUSTER_PREFIX}", f"--metrics={metrics}"])
+        pid = process.pid
+        env.update(lambda st: st["backups"].update(executor={"pid": pid, "metrics": metrics}))
+    url = f"http://{metrics}/metrics"
+
+    def answers() -> str | None:
+        if not etcdproc.alive(pid):
+            raise EnvironmentStateError(f"the task executor exited; its log ({process.log}):\n{log_tail(process.log)}")
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return "up"
+        except OSError:
+            return None
+
+    wait_for(answers, lambda a: a is not None, "the task executor's metrics", env.config.timeouts.region_up)
+    return TaskEndpoint(kube, TASK_NAMESPACE, CLUSTER_PREFIX, url)

@@ -183,6 +183,15 @@ def _control_plane(env: LocalEnvironment) -> Any:
     return ControlPlane.from_state(state) if state else None
 
 
+def start_seed_component(env: LocalEnvironment, name: str, argv: list[str]) -> Any:
+    """One more process of the seed's (a controller): it stops with the seed. Returns its record."""
+    cp = _control_plane(env)
+    if cp is None:
+        raise EnvironmentStateError(f"region {env.spec.name!r} runs no seed to start {name} on")
+    cp.start_component(name, argv)
+    return cp.records[name]
+
+
 def restore_silenced(env: LocalEnvironment) -> list[str]:
     """Resume every zone whose kwoks were left frozen (a run that died mid-silence)."""
     cp = _control_plane(env)

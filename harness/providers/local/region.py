@@ -20,7 +20,7 @@ from harness.config import Config, RegionSpec
 from harness.errors import (CapabilityMissing, ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError,
                             WaitTimeout)
 from harness.etcd_gateway import EtcdClient, Status
-from harness.providers.base import EtcdTls, KubeAccess, LinkImpairment, Member, Node, Seed
+from harness.providers.base import EtcdTls, KubeAccess, LinkImpairment, Member, Node, Seed, TaskEndpoint
 from harness.providers.etcd_view import EtcdView, read_health, read_metrics
 from harness.providers.local import disks, effects, powerloss_fs
 from harness.providers.local import etcd as etcdproc
@@ -340,6 +340,16 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         from harness.providers.local.backups import take_snapshot
 
         return take_snapshot(self, kind)
+
+    def compact_backups(self) -> dict[str, Any]:
+        from harness.providers.local.backups import compact_backups
+
+        return compact_backups(self)
+
+    def task_endpoint(self) -> TaskEndpoint:
+        from harness.providers.local.backups import task_endpoint
+
+        return task_endpoint(self)
 
     def restore_from_backups(self, progress: Callable[[str], None] | None = None, deltas: bool = True) -> dict[str, Any]:
         from harness.providers.local.backups import restore_from_backups

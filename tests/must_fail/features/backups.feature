@@ -50,3 +50,43 @@ Feature: False statements about backups and the recovery from them, judged on re
     And write and read probes run every 10 ms from a client in zone "zone-a"
     When the backup store is unreachable from zone "zone-c"
     Then the backup sidecars report failed snapshots during the outage
+
+  Scenario: A recovery task created while the cluster has quorum is said to complete
+    DEP-05: the task recovers from a permanent quorum loss only; the executor rejects it.
+    Fails with: the state task
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    When a QuorumLossRecoveryTask is created
+    Then the task is completed within 10 s
+
+  Scenario: A full snapshot task on a healthy cluster is said to be rejected
+    Fails with: the state of task
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    When an OnDemandSnapshotTask for a full snapshot is created
+    Then the task is rejected, saying "no quorum"
+
+  Scenario: The executor is said to count a rejected recovery task as a success
+    Fails with: etcd_operator_tasks_total{type="QuorumLossRecoveryTask",state="success"}
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    When a QuorumLossRecoveryTask is created
+    Then the task is rejected within 10 s
+    And the executor counts 1 success QuorumLossRecoveryTask
+
+  Scenario: A delta snapshot is said to cover the writes when only a full one was taken
+    The delta period is 30 s and no delta task was created: no delta snapshot covers the writes.
+    Fails with: a delta snapshot in the store up to revision
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 30 s
+    And the operator tasks run on its seed
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When 2 s pass
+    And an OnDemandSnapshotTask for a full snapshot is created
+    Then the task is completed within 30 s
+    And the backup store holds a delta snapshot covering every write acknowledged before the task
+
+  Scenario: etcd is said to be back while two of its three volumes are gone
+    Fails with: 3 healthy members with one leader
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    When the volumes of the etcd leader and one follower are lost
+    Then etcd is back with 3 healthy members in 3 zones
