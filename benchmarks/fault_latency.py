@@ -6,7 +6,8 @@ For each fault, `--runs` times on an idle region of its own: inject-to-effect is
 runner being asked to inject to the effect being observed (the router's counters showing drops,
 the process seen stopped); heal-to-normal from the heal being asked for to every member
 healthy, caught up and agreeing on a leader again. Printed per fault: median and max of both.
-With member-power-loss among them, every member's data is on powerloss-fs ([region] power_loss_fs).
+With member-power-loss among them, every member's data is on powerloss-fs ([region] power_loss_fs);
+with backup-store-outage, the region takes backups ([region] backups) into its local cloud.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "node-freeze": ("zone-b-1", {}),
     "member-pause": ("etcd-1", {"seconds": 60}),
     "member-power-loss": ("etcd-1", {}),
+    "backup-store-outage": ("all", {}),
 }
 
 
@@ -41,7 +43,8 @@ def main() -> None:
     kinds = args.kinds.split(",")
     # Members on powerloss-fs only when its fault is measured: every other fault's figures are on plain tmpfs.
     region = LocalRegion(load_config(overrides={"region.name": "bf",
-                                                "region.power_loss_fs": "member-power-loss" in kinds}))
+                                                "region.power_loss_fs": "member-power-loss" in kinds,
+                                                "region.backups": "backup-store-outage" in kinds}))
     region.down()
     env = region.up()
     try:

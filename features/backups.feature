@@ -84,3 +84,43 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
     When an OnDemandSnapCompactionTask is created
     Then the task is completed within 30 s
     And the executor counts 1 success OnDemandSnapCompactionTask
+
+  Scenario: One member's volume lost: it comes back empty as a new member and catches up
+    etcd-druid's first recovery case: the others keep quorum, and the member whose data is gone is
+    removed and added again, starting empty and catching up from the leader.
+
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When the volume of member "etcd-1" is lost
+    And 2 s pass
+    Then the longest write gap during the outage is under 0.5 s
+    When member "etcd-1" comes back on an empty volume as a new member
+    Then member "etcd-1" catches up within 10 s
+    And all members end with equal HashKV
+    And no acknowledged write is lost
+
+  Scenario: One member's database damaged: it cannot start, and comes back empty as a new member
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the etcd leader is in zone "zone-a"
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When the database of member "etcd-2" is damaged
+    Then member "etcd-2" stops within 5 s of the outage
+    And the longest write gap during the outage is under 0.5 s
+    When member "etcd-2" comes back on an empty volume as a new member
+    Then member "etcd-2" catches up within 10 s
+    And all members end with equal HashKV
+    And no acknowledged write is lost
+
+  @long
+  Scenario: Every member's volume lost under writes: a QuorumLossRecoveryTask brings back what the store held
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When 3 s pass
+    And the volumes of every member are lost
+    And a QuorumLossRecoveryTask is created
+    Then the task is completed within 60 s
+    And etcd is back with 3 healthy members in 3 zones
+    And the writes lost are only those after the last delta snapshot, at most 1.5 s of them
+    And all members end with equal HashKV

@@ -219,6 +219,18 @@ class EtcdClient:
                else {"request_put": {"key": e["key"], "value": e.get("value", "")}} for e in events]
         return int(self.call("/v3/kv/txn", {"success": ops}, timeout=max(self.timeout, 5.0))["header"]["revision"])
 
+    def members(self) -> list[dict[str, Any]]:
+        """The cluster's members as this member knows them: ID (int), name, peerURLs, isLearner."""
+        return [{**m, "ID": int(m["ID"])} for m in self.call("/v3/cluster/member/list", {}).get("members") or []]
+
+    def remove_member(self, member_id: int) -> None:
+        self.call("/v3/cluster/member/remove", {"ID": str(member_id)}, timeout=max(self.timeout, 10.0))
+
+    def add_member(self, peer_urls: list[str]) -> int:
+        """A new voting member with these peer URLs; returns its ID."""
+        payload = self.call("/v3/cluster/member/add", {"peerURLs": peer_urls}, timeout=max(self.timeout, 10.0))
+        return int(payload["member"]["ID"])
+
     def status(self) -> Status:
         p = self.call("/v3/maintenance/status", {})
         return Status(

@@ -180,6 +180,37 @@ class VolumeLoss:
         return None  # the data is gone for good; a restore from the backups is what brings a member back
 
 
+class MemberCorruption:
+    """The member's backend database damaged (both bbolt meta pages overwritten) while it was
+    stopped, then its pod restarted on the damaged volume: the member cannot open its data and
+    exits. Irreversible, as a volume loss: the member comes back only on an empty volume as a new
+    member (replace_member) or with the whole cluster from the backups."""
+
+    kind: ClassVar[str] = "member-corruption"
+
+    def available(self, env: Environment) -> str | None:
+        return lacks(env, MemberVolumes, "damage a member's data") or lacks(env, MemberProcesses, "start a member")
+
+    def validate(self, env: Environment, target: str) -> str:
+        return env.member(target).name
+
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        assert isinstance(env, MemberVolumes) and isinstance(env, MemberProcesses)
+        ctx.record({"irreversible": True})  # in the ledger before the data is damaged
+        damaged = env.corrupt_member_data(target)
+        env.start_member(target)  # the pod comes back on its damaged volume
+        return {**damaged, "irreversible": True}
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, MemberProcesses)
+        if env.member_running(target):
+            return None  # not exited yet
+        return {"cannot_start": True, "damaged_bytes": data.get("damaged_bytes"), "irreversible": True}
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        return None  # damaged for good: an empty volume (replace_member) or a restore brings the member back
+
+
 class MemberDiskFull:
     """The member's own filesystem filled up to `leave_kib` KiB free (a volume full of something
     else, a runaway log): etcd's next write that needs space fails. Heal frees the space and starts

@@ -305,10 +305,18 @@ class MemberPower(Protocol):
 
 @runtime_checkable
 class MemberVolumes(Protocol):
-    """Environments that can destroy a member's volume (its pod gone with it)."""
+    """Environments that can destroy or damage a member's volume, and bring the member back on an
+    empty one."""
 
     def lose_member_data(self, member: str) -> dict[str, Any]:
         """Kill the member and its backup sidecar, delete its data: {"pid", "data_dir", "removed_bytes"}."""
+
+    def corrupt_member_data(self, member: str) -> dict[str, Any]:
+        """Stop the member and damage its backend database so that it cannot open it again."""
+
+    def replace_member(self, member: str) -> dict[str, Any]:
+        """The member back on an empty volume as a new member of the cluster (removed and added
+        again through a member that is up), catching up from the leader."""
 
 
 @runtime_checkable

@@ -13,7 +13,7 @@ from harness.backup.store import DELTA, FULL
 from harness.errors import CapabilityMissing, WaitTimeout
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged_keys
-from harness.providers.base import EtcdBackups, EtcdCluster, Environment, OperatorTasks, TaskEndpoint
+from harness.providers.base import EtcdBackups, EtcdCluster, Environment, MemberVolumes, OperatorTasks, TaskEndpoint
 from harness.steps.faults import apply_faults
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
@@ -45,6 +45,36 @@ def _(etcd: EtcdCluster, faults) -> Outage:
     leader = etcd.leader(etcd.wait_healthy())
     follower = next(m.name for m in etcd.members if m.name != leader)
     return apply_faults(etcd, faults, [("volume-loss", str(leader), {}), ("volume-loss", follower, {})])
+
+
+@when(parsers.parse('the volume of member "{member}" is lost'), target_fixture="outage")
+def _(etcd: EtcdCluster, faults, member: str) -> Outage:
+    return apply_faults(etcd, faults, [("volume-loss", etcd.member(member).name, {})])
+
+
+@when("the volumes of every member are lost", target_fixture="outage")
+def _(etcd: EtcdCluster, faults) -> Outage:
+    return apply_faults(etcd, faults, [("volume-loss", m.name, {}) for m in etcd.members])
+
+
+@when(parsers.parse('the database of member "{member}" is damaged'), target_fixture="outage")
+def _(etcd: EtcdCluster, faults, member: str) -> Outage:
+    """Its backend's meta pages overwritten while it was stopped; its pod restarts on them."""
+    return apply_faults(etcd, faults, [("member-corruption", etcd.member(member).name, {})])
+
+
+@when(parsers.parse('member "{member}" comes back on an empty volume as a new member'), target_fixture="outage")
+def _(env, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str) -> Outage:
+    """What etcd-druid's backup sidecar makes of a member whose data is gone or damaged while the
+    others keep quorum: removed, added again, started empty to catch up. Its return is now."""
+    if not isinstance(env, MemberVolumes):
+        raise CapabilityMissing(f"the {env.provider} environment cannot bring a member back on an empty volume")
+    name = etcd.member(member).name
+    done = env.replace_member(name)
+    timeline.mark("recovery", f"{name} replaced", **done)
+    outage.returned.append(name)
+    outage.healed_at = timeline.now()
+    return outage
 
 
 @when(parsers.re(r"the cluster is restored from its (?P<what>backups|newest full snapshot alone)"),
@@ -97,10 +127,10 @@ def _(env, outage: Outage, timeline: Timeline) -> None:
     statuses = first_within(lambda: _failing(_backups(env).backup_sidecars()), "a failed snapshot reported",
                             wait) or _backups(env).backup_sidecars()
     failures = sum(int(s["failures"]) for s in statuses.values() if isinstance(s, dict))
-    timeline.mark("figure", "failed snapshots reported", value=failures, unit="snapshots")
-    judge.holds(failures > 0, "the backup sidecars reported failed snapshots",
-                seen={m: (s if isinstance(s, str) else {"failures": s["failures"], "last_error": s["last_error"]})
-                      for m, s in statuses.items()})
+    seen = {m: (s if isinstance(s, str) else {"failures": s["failures"], "last_error": s["last_error"]})
+            for m, s in statuses.items()}
+    timeline.mark("figure", "failed snapshots reported", value=failures, unit="snapshots", sidecars=seen)
+    judge.holds(failures > 0, "the backup sidecars reported failed snapshots", seen=seen)
 
 
 def _failing(statuses: dict[str, dict[str, Any] | str]) -> dict[str, dict[str, Any] | str] | None:

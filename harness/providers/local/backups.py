@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 SIDECAR_PORT = 8080  # etcd-backup-restore's server port
 BACKUP_USER = "etcd-backup"
 CLUSTER_PREFIX = "etcd"  # the region's one etcd cluster
+STORE_PROBE_S = 0.1  # a connection to the store unanswered this long: the store is cut off
 
 
 def bucket_name(region: str) -> str:
@@ -239,15 +241,20 @@ add rule inet {table} forward ip saddr {{ {subnets} }} ip daddr {address} tcp dp
 
 def backup_store_cut_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
     """In effect once a connection to the store from each cut zone goes unanswered (tried from the
-    zone's client namespace, 0.3 s each)."""
+    zones' client namespaces at once; the store answers a zone it can hear in well under 0.1 s)."""
     address, port = _store_address(env)
-    for zone in data["zones"]:
+
+    def answered(zone: str) -> bool:
         try:
             with netns.entered(env.names.client_ns(zone)):
-                socket.create_connection((address, port), timeout=0.3).close()
-            return None  # still answered
+                socket.create_connection((address, port), timeout=STORE_PROBE_S).close()
+            return True
         except OSError:
-            continue
+            return False
+
+    with ThreadPoolExecutor(len(data["zones"])) as pool:
+        if any(pool.map(answered, data["zones"])):
+            return None
     return {"unreachable_from": data["zones"], "dropped_packets": effects.dropped_packets(env.names.router, data["table"])}
 
 

@@ -19,13 +19,13 @@ from harness.command_lines import EtcdServingTls
 from harness.config import Config, RegionSpec
 from harness.errors import (CapabilityMissing, ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError,
                             WaitTimeout)
-from harness.etcd_gateway import EtcdClient, Status
+from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
 from harness.providers.base import EtcdTls, KubeAccess, LinkImpairment, Member, Node, Seed, TaskEndpoint
 from harness.providers.etcd_view import EtcdView, read_health, read_metrics
 from harness.providers.local import disks, effects, powerloss_fs
 from harness.providers.local import etcd as etcdproc
 from harness.providers.state import StateBacked, read_state, state_path, stop_watchdogs, write_state
-from harness.wait import first_within
+from harness.wait import first_within, wait_for
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
@@ -239,14 +239,15 @@ class LocalEnvironment(StateBacked, EtcdMembers):
                 _reap(pid, 2.0)
                 self.update(lambda st: st["members"][member].update(pid=None))
 
-    def start_member(self, member: str) -> int:
-        """(Re)start a member on its node with its existing data directory."""
+    def start_member(self, member: str, joining: bool = False) -> int:
+        """(Re)start a member on its node with its existing data directory (`joining`: an empty one,
+        the member just added to the cluster again: replace_member)."""
         if self.member_running(member):
             return self.member_pid(member)  # type: ignore[return-value]
         rec = self.state["members"][self.member(member).name]
         if rec.get("fs"):
             self._power_on(member, rec["fs"])  # never a member on the empty directory beneath its filesystem
-        if rec.get("bootstrapped") and not (Path(self._flag(member, "data-dir")) / "member").is_dir():
+        if not joining and rec.get("bootstrapped") and not (Path(self._flag(member, "data-dir")) / "member").is_dir():
             # Started on an empty directory, it would bootstrap the same member of a "new" cluster
             # with an empty log: a member that forgot what it acknowledged, or a new empty cluster.
             raise EnvironmentStateError(f"{member}'s data is gone (its volume was lost): restore the cluster from "
@@ -310,6 +311,50 @@ class LocalEnvironment(StateBacked, EtcdMembers):
             removed += sum(p.stat().st_size for p in entry.rglob("*") if p.is_file()) if entry.is_dir() else entry.stat().st_size
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
         return {"pid": pid, "data_dir": str(data), "removed_bytes": removed}
+
+    def replace_member(self, member: str) -> dict[str, Any]:
+        """The member's pod back on an empty volume, joining as a new member (what etcd-druid's
+        backup sidecar makes of a member whose data is gone or damaged while the others keep
+        quorum): its data deleted, the old member removed and a new one with its name and peer URL
+        added through a member that is up, then started to catch up from the leader."""
+        name = self.member(member).name
+        lost = self.lose_member_data(name)
+        peer_url = self.member(name).peer_url
+        survivor = next((m.name for m in self.members if m.name != name and self.member_running(m.name)), None)
+        if survivor is None:
+            raise EnvironmentStateError(f"no other member runs to add {name} back through: restore from the backups")
+        client = self.client(survivor, timeout=10.0)
+        try:
+            old = next((m["ID"] for m in client.members() if peer_url in m.get("peerURLs", [])), None)
+            if old is not None:
+                client.remove_member(old)
+            # Refused as "unhealthy cluster" until the leader has heard from the remaining voters
+            # for etcd's health interval (5 s) since the removal: retried until then.
+            new_id = wait_for(lambda: _try_add(client, peer_url), lambda got: isinstance(got, int),
+                              f"{name} added back to the cluster", self.config.timeouts.recovery)
+            current = ",".join(f"{m.get('name') or name}={m['peerURLs'][0]}" for m in client.members())
+        finally:
+            client.close()
+        args = [a for a in self.state["members"][name]["args"]
+                if not a.startswith(("--initial-cluster-state=", "--initial-cluster="))]
+        args += ["--initial-cluster-state=existing", f"--initial-cluster={current}"]
+        self.update(lambda st: st["members"][name].update(args=args))
+        pid = self.start_member(name, joining=True)
+        return {"removed_id": old, "added_id": new_id, "pid": pid, "removed_bytes": lost["removed_bytes"]}
+
+    def corrupt_member_data(self, member: str) -> dict[str, Any]:
+        """Stop the member and overwrite both of its backend's meta pages (the first 8 KiB of its
+        bbolt database): a damaged database the member cannot open again."""
+        name = self.member(member).name
+        pid = self.kill_member(name)
+        db = Path(self._flag(name, "data-dir")) / "member" / "snap" / "db"
+        if not db.exists():
+            raise EnvironmentStateError(f"{name} has no backend database at {db} to damage")
+        with open(db, "r+b") as f:
+            f.write(os.urandom(8192))
+            f.flush()
+            os.fsync(f.fileno())
+        return {"pid": pid, "db": str(db), "damaged_bytes": 8192}
 
     def restore_members(self, snapshot: Path, etcdutl: Path) -> float:
         """Every member's data deleted and made again from `snapshot`, a new cluster of the same
@@ -516,6 +561,13 @@ class LocalEnvironment(StateBacked, EtcdMembers):
             "kubernetes": self.state.get("kubernetes"),
             "references": self.state.get("references", []),
         }
+
+
+def _try_add(client: EtcdClient, peer_url: str) -> int | str:
+    try:
+        return client.add_member([peer_url])
+    except EtcdRequestError as e:
+        return str(e)
 
 
 def _cmdline(pid: int) -> str:
