@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backup import tasks as t
+from harness.backup.store import FULL
 from harness.errors import HarnessError
 from harness.providers.base import EtcdBackups, EtcdCluster, KubeAccess
 from harness.wait import first_within
@@ -67,7 +68,7 @@ class Executor:
 
         has_quorum = bool(first_within(quorum, "a leader a majority follows", QUORUM_LOOK_S, interval=0.1))
         try:
-            backups = any(n.kind == "Full" for n in self.env.backup_store().list())
+            backups = any(n.kind == FULL for n in self.env.backup_store().list())
         except Exception:  # no backups configured, or the store unreachable: nothing to restore from
             backups = False
         return t.ClusterFacts(len(self.env.members), has_quorum, backups)

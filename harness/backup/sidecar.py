@@ -10,7 +10,7 @@ A failed upload keeps the events for the next period and is counted. On losing t
 what it holds, then stops.
 
 HTTP on `--listen`: `GET /status` (JSON: leading, the last full and delta snapshots, pending events,
-failures, last error) and `POST /snapshot/full`, `POST /snapshot/delta` (an on-demand snapshot from
+failed snapshots, every failure (watching, reading the store too), the last error) and `POST /snapshot/full`, `POST /snapshot/delta` (an on-demand snapshot from
 the leading sidecar; 409 from the others).
 
     python -m harness.backup.sidecar --member http://10.77.1.11:2379 --store store.json \\
@@ -64,6 +64,7 @@ class Sidecar:
         self.last_delta: SnapshotName | None = None
         self.next_full = self.next_delta = 0.0
         self.failures = 0
+        self.failed_snapshots = 0
         self.last_error: str | None = None
         self.watcher: EtcdClient | None = None
         self.stopping = threading.Event()
@@ -122,11 +123,13 @@ class Sidecar:
         try:
             take()
         except Exception as e:
-            self._failed(f"taking a {take.__name__} snapshot", e)
+            self._failed(f"taking a {take.__name__} snapshot", e, snapshot=True)
 
-    def _failed(self, doing: str, e: BaseException) -> None:
+    def _failed(self, doing: str, e: BaseException, snapshot: bool = False) -> None:
+        """Counted: every failure, and apart those of snapshots (what was not stored)."""
         with self.lock:
             self.failures += 1
+            self.failed_snapshots += snapshot
             self.last_error = f"{doing}: {type(e).__name__}: {e}"
         self.log(self.last_error)
 
@@ -203,7 +206,8 @@ class Sidecar:
         full, delta = self.last_full, self.last_delta
         return {"member": self.member_url, "leading": self.leading, "revision": self.uploaded,
                 "last_full": full.to_dict() if full else None, "last_delta": delta.to_dict() if delta else None,
-                "pending_events": len(self.pending), "failures": self.failures, "last_error": self.last_error,
+                "pending_events": len(self.pending), "failed_snapshots": self.failed_snapshots,
+                "failures": self.failures, "last_error": self.last_error,
                 "full_period": self.full_period, "delta_period": self.delta_period}
 
     def log(self, message: str) -> None:
@@ -245,7 +249,7 @@ def serve(sidecar: Sidecar, listen: str) -> ThreadingHTTPServer:
                 self._send(409, {"error": str(e)})
                 return
             except Exception as e:
-                sidecar._failed(f"taking an on-demand {take.__name__} snapshot", e)
+                sidecar._failed(f"taking an on-demand {take.__name__} snapshot", e, snapshot=True)
                 self._send(503, {"error": f"{type(e).__name__}: {e}"})
                 return
             self._send(200, {"snapshot": name.to_dict() if name else None, "revision": sidecar.uploaded})

@@ -10,7 +10,7 @@ from pytest_bdd import given, parsers, then, when
 from harness import judge
 from harness.backup import tasks
 from harness.backup.store import DELTA, FULL
-from harness.errors import CapabilityMissing, WaitTimeout
+from harness.errors import CapabilityMissing, ConfigError, WaitTimeout
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged_keys
 from harness.providers.base import EtcdBackups, EtcdCluster, Environment, MemberVolumes, OperatorTasks, TaskEndpoint
@@ -28,7 +28,7 @@ def _(region_factory: Callable[..., Environment], members: int, zones: int, delt
     snapshot at once and a delta snapshot of the watch events every `delta` seconds."""
     env = region_factory(members=members, backups=True, delta_snapshot_period_s=delta)
     if len({m.zone for m in env.members}) != zones:  # type: ignore[attr-defined]
-        raise CapabilityMissing(f"the region does not spread {members} members over {zones} zones")
+        raise ConfigError(f"the region's zones ({', '.join(env.zones)}) do not give {members} members {zones} zones")
     return env
 
 
@@ -126,15 +126,15 @@ def _(env, outage: Outage, timeline: Timeline) -> None:
     wait = max(0.0, outage.start + 2 * period + 15.0 - timeline.now())
     statuses = first_within(lambda: _failing(_backups(env).backup_sidecars()), "a failed snapshot reported",
                             wait) or _backups(env).backup_sidecars()
-    failures = sum(int(s["failures"]) for s in statuses.values() if isinstance(s, dict))
-    seen = {m: (s if isinstance(s, str) else {"failures": s["failures"], "last_error": s["last_error"]})
+    failures = sum(int(s["failed_snapshots"]) for s in statuses.values() if isinstance(s, dict))
+    seen = {m: (s if isinstance(s, str) else {k: s[k] for k in ("failed_snapshots", "failures", "last_error")})
             for m, s in statuses.items()}
     timeline.mark("figure", "failed snapshots reported", value=failures, unit="snapshots", sidecars=seen)
     judge.holds(failures > 0, "the backup sidecars reported failed snapshots", seen=seen)
 
 
 def _failing(statuses: dict[str, dict[str, Any] | str]) -> dict[str, dict[str, Any] | str] | None:
-    return statuses if any(isinstance(s, dict) and s["failures"] for s in statuses.values()) else None
+    return statuses if any(isinstance(s, dict) and s["failed_snapshots"] for s in statuses.values()) else None
 
 
 @then(parsers.parse("the backups hold every acknowledged write within {limit:g} s"))

@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 from harness import netns
 from harness.aws.errors import aws_call
 from harness.backup.store import BackupStore, StoreSpec
+from harness.errors import ConfigError, EnvironmentStateError
 from harness.kube.processes import log_tail
 from harness.providers.base import TaskEndpoint
-from harness.errors import ConfigError, EnvironmentStateError
 from harness.providers.local import effects
 from harness.providers.local import etcd as etcdproc
 from harness.wait import wait_for
@@ -121,8 +121,6 @@ def start_sidecar(env: LocalEnvironment, member: str) -> int:
     wait_for(lambda: _status_or_error(env, m.name), lambda s: isinstance(s, dict) or not etcdproc.alive(pid),
              f"{m.name}'s backup sidecar to answer", env.config.timeouts.member_ready)
     if not etcdproc.alive(pid):
-        from harness.providers.local.region import log_tail
-
         raise EnvironmentStateError(f"{m.name}'s backup sidecar exited; its log ({log}):\n{log_tail(log)}")
     return pid
 
@@ -208,8 +206,7 @@ def restore_from_backups(env: LocalEnvironment, progress: Callable[[str], None] 
                 Path(record["workdir"]) / "restore", progress=progress, deltas=deltas)
     restored = env.restore_members(c.snapshot.path, Path(record["etcdutl"]))
     return {"revision": c.revision, "store_revision": held, "full": c.chain.full.name, "deltas": len(c.chain.deltas),
-            "events": c.events,
-            "compaction_s": round(c.seconds, 3), "restore_s": round(restored, 3),
+            "events": c.events, "compaction_s": round(c.seconds, 3), "restore_s": round(restored, 3),
             "total_s": round(time.monotonic() - began, 3)}
 
 

@@ -1,0 +1,62 @@
+"""The task executor on a real seed: a task an executor left in progress when it died is failed by
+the next one (nobody knows how far it got), and a finished task goes after its TTL."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from harness.backup import tasks as t
+from harness.config import load_config
+from harness.kube.cluster import KubeApiError
+from harness.providers.local import etcd as etcdproc
+from harness.providers.local.region import LocalEnvironment, LocalRegion
+from harness.wait import wait_for
+
+pytestmark = pytest.mark.kube
+
+
+@pytest.fixture
+def seeded() -> Iterator[LocalEnvironment]:
+    provider = LocalRegion(load_config(overrides={"region.name": "tx", "region.subnet_prefix": "10.98",
+                                                  "region.backups": True}))
+    provider.down()
+    env = provider.up()
+    try:
+        provider.seed(env)
+        yield env
+    finally:
+        provider.down()
+
+
+def test_an_orphaned_task_fails_and_a_finished_one_goes_after_its_ttl(seeded: LocalEnvironment) -> None:
+    env = seeded
+    ep = env.task_endpoint()
+    pid = env.refresh()["backups"]["executor"]["pid"]
+    os.kill(pid, signal.SIGKILL)  # the executor dies; its record stays in the region's state
+    wait_for(lambda: etcdproc.alive(pid), lambda alive: not alive, "the executor gone", 10.0)
+    t.create_task(ep.kube, t.task_manifest("orphan", ep.namespace, t.ON_DEMAND_SNAP_COMPACTION, ep.etcd_name))
+    t.patch_status(ep.kube, ep.namespace, "orphan", {"taskStatus": t.IN_PROGRESS, "initiatedAt": t.now()})
+
+    again = env.task_endpoint()  # the record's process is dead: a new executor starts
+    assert env.refresh()["backups"]["executor"]["pid"] != pid
+    done = t.summary(t.wait_finished(again.kube, again.namespace, "orphan", 10.0))
+    assert done["state"] == t.FAILED
+    assert done["lastErrors"][0]["code"] == "ERR_EXECUTOR_RESTARTED"
+
+    t.create_task(ep.kube, t.task_manifest("brief", ep.namespace, t.ON_DEMAND_SNAPSHOT, ep.etcd_name,
+                                           {"snapshotType": "full-snapshot"}, ttl_s=0))
+
+    def gone() -> str | None:
+        try:
+            return t.state(t.get_task(ep.kube, ep.namespace, "brief"))
+        except KubeApiError as e:
+            return "gone" if e.status == 404 else str(e)
+
+    wait_for(gone, lambda s: s == "gone", "the finished task deleted after its TTL of 0 s", 20.0)
+    counts = t.task_counts(again.metrics_url or "")
+    assert counts[(t.ON_DEMAND_SNAPSHOT, "success")] == 1.0
+    assert counts[(t.ON_DEMAND_SNAP_COMPACTION, "failed")] == 1.0
