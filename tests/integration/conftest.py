@@ -6,7 +6,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import pytest
 
@@ -67,3 +68,18 @@ def region_env(request: pytest.FixtureRequest) -> Iterator[LocalEnvironment]:
         yield region.up()
     finally:
         region.down()
+
+
+@contextmanager
+def backed_up_with_seed(name: str, prefix: str, **region: Any) -> Iterator[LocalEnvironment]:
+    """A region of its own with backups ([region] backups) and its seed, always removed afterwards."""
+    provider = LocalRegion(load_config(overrides={"region.name": name, "region.subnet_prefix": prefix,
+                                                  "region.backups": True,
+                                                  **{f"region.{k}": v for k, v in region.items()}}))
+    provider.down()
+    env = provider.up()
+    try:
+        provider.seed(env)
+        yield env
+    finally:
+        provider.down()

@@ -10,24 +10,18 @@ from pathlib import Path
 import pytest
 
 from harness import judge
-from harness.config import load_config
-from harness.providers.local.region import LocalEnvironment, LocalRegion
-from tests.integration.test_chaostoolkit import ROOT, assert_held, chaos_run, outputs
+from harness.providers.local.region import LocalEnvironment
+from tests.integration.conftest import backed_up_with_seed
+from tests.integration.test_chaostoolkit import NAME, PREFIX, ROOT, assert_held, chaos_run, outputs
 
 pytestmark = pytest.mark.kube
 
 
 @pytest.fixture
-def backed_up(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalEnvironment]:
-    provider = LocalRegion(load_config(overrides={"region.name": "ct", "region.subnet_prefix": "10.97",
-                                                  "region.backups": True, "region.delta_snapshot_period_s": 1.0}))
-    provider.down()
-    env = provider.up()
-    try:
-        provider.seed(env)
+def backed_up() -> Iterator[LocalEnvironment]:
+    """The region `chaos run` acts on (HARNESS_REGION), with backups and its seed."""
+    with backed_up_with_seed(NAME, PREFIX, delta_snapshot_period_s=1.0) as env:
         yield env
-    finally:
-        provider.down()
 
 
 def test_quorum_loss_recovery_experiment(backed_up: LocalEnvironment, tmp_path: Path) -> None:

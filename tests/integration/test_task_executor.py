@@ -10,26 +10,19 @@ from collections.abc import Iterator
 import pytest
 
 from harness.backup import tasks as t
-from harness.config import load_config
 from harness.kube.cluster import KubeApiError
 from harness.providers.local import etcd as etcdproc
-from harness.providers.local.region import LocalEnvironment, LocalRegion
+from harness.providers.local.region import LocalEnvironment
 from harness.wait import wait_for
+from tests.integration.conftest import backed_up_with_seed
 
 pytestmark = pytest.mark.kube
 
 
 @pytest.fixture
 def seeded() -> Iterator[LocalEnvironment]:
-    provider = LocalRegion(load_config(overrides={"region.name": "tx", "region.subnet_prefix": "10.98",
-                                                  "region.backups": True}))
-    provider.down()
-    env = provider.up()
-    try:
-        provider.seed(env)
+    with backed_up_with_seed("tx", "10.98") as env:
         yield env
-    finally:
-        provider.down()
 
 
 def test_an_orphaned_task_fails_and_a_finished_one_goes_after_its_ttl(seeded: LocalEnvironment) -> None:
