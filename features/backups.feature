@@ -112,6 +112,63 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
     And all members end with equal HashKV
     And no acknowledged write is lost
 
+  Scenario: The shoot's etcd-main on the seed, backed up by the sidecars its node agents run beside the members
+    The reference control plane on the local seed, with a backup-restore container in each
+    etcd-main pod (etcd-druid's layout): the node agent runs the sidecar beside the member with
+    the member's client certificate and the store of the pod's backup Secret, the shoot's own
+    prefix in the region's bucket.
+
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real, its etcd-main backed up with a delta snapshot every 1 s
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    When 3 s pass
+    Then the backups hold every acknowledged write within 2 s
+    When the backup store is unreachable from every zone
+    And 3 s pass
+    Then the backup sidecars report failed snapshots during the outage
+    When the backup store is reachable again
+    Then the backups hold every acknowledged write within 5 s
+
+  Scenario: One of etcd-main's volumes lost on the seed: claim and volume deleted with the pod, the member joins again on a new one
+    Its pod is force-deleted with its PersistentVolumeClaim and PersistentVolume, and the
+    directory that backed the volume is deleted. The StatefulSet makes the pod and a claim again,
+    a spare volume of the zone is bound, and the node agent, finding the member's volume empty
+    while the cluster knows it, removes it and adds it back before it starts (what etcd-druid's
+    backup sidecar does), so it joins instead of refusing to bootstrap again.
+
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real, its etcd-main backed up with a delta snapshot every 1 s
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    When 2 s pass
+    And the volume of member "etcd-main-0" is lost
+    And member "etcd-main-0" joins again on its new volume
+    Then member "etcd-main-0" catches up within 20 s
+    And the backups hold every acknowledged write within 3 s
+    And all members end with equal HashKV
+    And no acknowledged write is lost
+
+  Scenario: Two of etcd-main's three volumes lost on the seed: a QuorumLossRecoveryTask brings it back and the shoot API serves again
+    The task's executor acts on the shoot's etcd-main: it compacts the store's chain, scales the
+    StatefulSet to 0, restores every member's volume from the snapshot and scales it back. The
+    shoot's kube-apiservers, which lost etcd with the quorum, serve again.
+
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real, its etcd-main backed up with a delta snapshot every 1 s
+    And etcd-main of the shoot control plane is the etcd under test
+    And the operator tasks run on its seed
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "zone-b"
+    When 3 s pass
+    And the volumes of the etcd leader and one follower are lost
+    And 2 s pass
+    Then linearizable writes fail during the outage
+    When a QuorumLossRecoveryTask is created
+    Then the task is completed within 90 s
+    And etcd is back with 3 healthy members in 3 zones
+    And the shoot API is writable again within 30 s of the outage
+    And the writes lost are only those after the last delta snapshot, at most 1.5 s of them
+    And all members end with equal HashKV
+    And the executor counts 1 success QuorumLossRecoveryTask
+
   @long
   Scenario: Every member's volume lost under writes: a QuorumLossRecoveryTask brings back what the store held
     Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s

@@ -13,10 +13,10 @@ from typing import Any, Sequence
 
 from harness import etcd_builds, rootless, task_commands
 from harness.config import PROVIDER_NAMES, Config, load_config
-from harness.errors import ConfigError, HarnessError
+from harness.errors import CapabilityMissing, ConfigError, HarnessError
 from harness.faults import FAULTS
 from harness.providers import get_provider
-from harness.providers.base import Environment, Provider
+from harness.providers.base import Environment, Provider, SeedBackupStore
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.state import read_state, state_path
 from harness.reference import conventions_cli
@@ -118,6 +118,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.choices["render"].add_argument("--zones", default=None, help="the seed's zones, comma-separated (default: the region's)")
     sub.choices["deploy"].add_argument("--real", action="store_true",
                                        help="local seed: etcd and kube-apiserver pods run as real processes under the node agents")
+    sub.choices["deploy"].add_argument("--backup-delta-period", metavar="S", type=float, default=None,
+                                       help="with --real: back etcd-main up to the region's bucket, a sidecar beside each "
+                                            "member taking a delta snapshot every S seconds (seed 003)")
+    sub.choices["deploy"].add_argument("--backup-full-period", metavar="S", type=float, default=3600.0,
+                                       help="with --backup-delta-period: seconds between full snapshots (default 3600)")
     from harness.load.profiles import PROFILES
 
     load = sub.add_parser("load", help="run a load profile with locust from a client zone and print its statistics")
@@ -265,9 +270,15 @@ def _deploy(provider: Provider, env: Environment, config: Config, args: argparse
     from harness.reference.render import ReferenceSpec
 
     seed = provider.seed(env)
-    spec = ReferenceSpec(args.tolerance, env.zones, args.form, args.namespace, seed.storage_class, real=args.real)
+    spec = ReferenceSpec(args.tolerance, env.zones, args.form, args.namespace, seed.storage_class, real=args.real,
+                         delta_snapshot_period_s=args.backup_delta_period, full_snapshot_period_s=args.backup_full_period)
+    store = None
+    if spec.delta_snapshot_period_s is not None:
+        if not isinstance(env, SeedBackupStore):
+            raise CapabilityMissing(f"the {env.provider} environment has no object store for the seed's backups")
+        store = env.seed_backup_store()
     _record_reference(env, spec.namespace, add=True)
-    pods = deploy(seed, spec, config.timeouts.deploy)
+    pods = deploy(seed, spec, config.timeouts.deploy, store)
     print(f"reference control plane ({args.tolerance} tolerance, {args.form} form) in {spec.namespace}, "
           f"zones {', '.join(spec.zones)}:\n{table(pods)}")
     return 0
@@ -450,7 +461,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "fault":
         return _fault(env, args)
     if args.command == "task":
-        return task_commands.run(env, args)
+        return task_commands.run(env, args, provider.seed(env) if args.shoot else None)
     if args.command == "deploy":
         return _deploy(provider, env, config, args)
     if args.command == "undeploy":

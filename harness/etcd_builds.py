@@ -139,16 +139,22 @@ def etcd_binary(version: str, failpoints: bool = False, *, cache_root: Path | No
     return target
 
 
-def etcdutl_binary(version: str = binaries.ETCD_VERSION, *, cache_root: Path | None = None,
-                   progress: Progress = _stderr_progress, heartbeat_s: float = 30.0) -> Path:
-    """etcdutl, etcd's offline tool (`snapshot restore`), of `version` (pins in
-    kube/gomod/etcdutl-<version>/), built into the cache on first use."""
+def etcdutl_path(version: str = binaries.ETCD_VERSION, *, cache_root: Path | None = None) -> Path:
+    """Where etcdutl_binary puts etcdutl of `version` (built or not yet)."""
     module = GOMOD_DIR / f"etcdutl-{version}"
     if not (module / "go.mod").exists():
         pinned = sorted(p.name[len("etcdutl-"):] for p in GOMOD_DIR.glob("etcdutl-v*"))
         raise ConfigError(f"no pinned etcdutl for {version!r}; pinned: {', '.join(pinned)}")
     h = hashlib.sha256((module / "go.mod").read_bytes() + (module / "go.sum").read_bytes()).hexdigest()[:12]
-    target = (default_cache_root() if cache_root is None else cache_root) / f"etcdutl-{version}-{h}" / "etcdutl"
+    return (default_cache_root() if cache_root is None else cache_root) / f"etcdutl-{version}-{h}" / "etcdutl"
+
+
+def etcdutl_binary(version: str = binaries.ETCD_VERSION, *, cache_root: Path | None = None,
+                   progress: Progress = _stderr_progress, heartbeat_s: float = 30.0) -> Path:
+    """etcdutl, etcd's offline tool (`snapshot restore`), of `version` (pins in
+    kube/gomod/etcdutl-<version>/), built into the cache on first use."""
+    module = GOMOD_DIR / f"etcdutl-{version}"
+    target = etcdutl_path(version, cache_root=cache_root)
     if gobuild.executable(target):
         return target
     go = gobuild.require_go(GO_MIN_VERSION, "install Go 1.26 or newer", f"etcdutl {version}", module)

@@ -556,7 +556,7 @@ class Shoots:
         self.deployed: list[tuple[Seed, str]] = []
         self.shoots: list["Shoot"] = []
 
-    def deploy(self, seed: Seed, spec: "ReferenceSpec") -> "Shoot":
+    def deploy(self, seed: Seed, spec: "ReferenceSpec", backup_store: Any = None) -> "Shoot":
         from harness.reference.deploy import deploy
         from harness.steps.scenario import Shoot
 
@@ -568,7 +568,7 @@ class Shoots:
                                         f"{spec.namespace} runs for real now")
             stand_in.remove()
         self.deployed.append((seed, spec.namespace))
-        placed = deploy(seed, spec, self.config.timeouts.deploy)
+        placed = deploy(seed, spec, self.config.timeouts.deploy, backup_store)
         if self.timeline is not None:  # the placement table, for the report
             self.timeline.mark("placement", spec.namespace, pods=[
                 {"pod": p.name, "component": p.component, "zone": p.zone, "node": p.node, "phase": p.phase} for p in placed])

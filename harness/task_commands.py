@@ -8,14 +8,14 @@ from typing import Any
 
 from harness.backup import tasks as t
 from harness.errors import CapabilityMissing, ConfigError, HarnessError
-from harness.providers.base import Environment, OperatorTasks, TaskEndpoint
+from harness.providers.base import Environment, OperatorTasks, Seed, TaskEndpoint, shoot_etcd
 
 SNAPSHOT_CHOICES = {"full": "full-snapshot", "delta": "delta-snapshot"}
 
 
 def add_parser(sub: Any) -> None:
     task = sub.add_parser("task", help="DEP-05's operator tasks on the seed: create one, show them, delete one "
-                                       "(the local seed runs an executor for the region's etcd)")
+                                       "(the local seed runs an executor for the region's etcd, or a shoot's)")
     verbs = task.add_subparsers(dest="verb", required=True)
     create = verbs.add_parser("create", help="create a task and (unless --no-wait) wait until it is completed, "
                                              "rejected or failed; exit 1 unless it completed")
@@ -33,15 +33,24 @@ def add_parser(sub: Any) -> None:
     status.add_argument("--json", action="store_true", help="print JSON")
     delete = verbs.add_parser("delete", help="delete a task (a finished one goes by itself after its TTL)")
     delete.add_argument("task_name", metavar="name")
+    for verb in (create, status, delete):
+        verb.add_argument("--shoot", metavar="NAMESPACE", default=None,
+                          help="the tasks of etcd-main of the control plane in NAMESPACE on the seed (default: the "
+                               "environment's own etcd)")
 
 
-def endpoint(env: Environment) -> TaskEndpoint:
-    if not isinstance(env, OperatorTasks):
-        raise CapabilityMissing(f"the {env.provider} environment runs no operator tasks for its etcd")
-    return env.task_endpoint()
+def endpoint(env: Environment, shoot: str | None = None, seed: Seed | None = None) -> TaskEndpoint:
+    target: object = env
+    if shoot is not None:
+        assert seed is not None
+        target = shoot_etcd(env, seed, shoot, "etcd-main")
+    if not isinstance(target, OperatorTasks):
+        what = f"etcd-main of {shoot}" if shoot else f"the {env.provider} environment's etcd"
+        raise CapabilityMissing(f"nothing runs operator tasks for {what}")
+    return target.task_endpoint()
 
 
-def run(env: Environment, args: argparse.Namespace) -> int:
+def run(env: Environment, args: argparse.Namespace, seed: Seed | None = None) -> int:
     if args.verb == "create":
         config = None
         if args.type == t.ON_DEMAND_SNAPSHOT:
@@ -51,7 +60,7 @@ def run(env: Environment, args: argparse.Namespace) -> int:
         elif args.snapshot_type is not None:
             raise ConfigError(f"--snapshot-type is for {t.ON_DEMAND_SNAPSHOT} only, not {args.type}")
         name = args.task_name or t.unique_name(args.type)
-        ep = endpoint(env)
+        ep = endpoint(env, args.shoot, seed)
         manifest = t.task_manifest(name, ep.namespace, args.type, ep.etcd_name, config, args.ttl)  # checked first
         t.create_task(ep.kube, manifest)
         if args.no_wait:
@@ -60,7 +69,7 @@ def run(env: Environment, args: argparse.Namespace) -> int:
         done = t.summary(t.wait_finished(ep.kube, ep.namespace, name, args.timeout))
         _show(done, args.json)
         return 0 if done["state"] == t.COMPLETED else 1
-    ep = endpoint(env)
+    ep = endpoint(env, args.shoot, seed)
     if args.verb == "status":
         found = [t.get_task(ep.kube, ep.namespace, args.task_name)] if args.task_name else t.list_tasks(ep.kube, ep.namespace)
         rows = [t.summary(task) for task in found if (task.get("spec") or {}).get("etcdName") == ep.etcd_name]

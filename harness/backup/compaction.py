@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from harness.backup.snapshots import FullSnapshot, MemberSeed, restore, save_full
 from harness.backup.store import BackupStore, Chain, SnapshotName, chain, decode_delta, full_name
@@ -118,3 +118,12 @@ def upload_compacted(store: BackupStore, compacted: Compacted) -> SnapshotName:
     with open(compacted.snapshot.path, "rb") as body:
         store.put(name, body)
     return name
+
+
+def compact_and_upload(store: BackupStore, etcd: Path, etcdutl: Path, workdir: Path) -> dict[str, Any]:
+    """The on-demand snapshot compaction: the store's chain into a new full snapshot, uploaded."""
+    c = compact(store, etcd, etcdutl, workdir)
+    name = upload_compacted(store, c)
+    c.snapshot.path.unlink(missing_ok=True)
+    return {"snapshot": name.name, "revision": c.revision, "full": c.chain.full.name, "deltas": len(c.chain.deltas),
+            "events": c.events, "seconds": round(c.seconds, 3)}

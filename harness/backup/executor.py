@@ -14,7 +14,9 @@ DEP-05's metrics on `--metrics`: etcd_operator_task_duration_seconds (histogram)
 etcd_operator_tasks_total (counter), labelled type and state (success, failed, rejected).
 
     python -m harness.backup.executor --state-dir D --region R --kubeconfig K --namespace NS \\
-        --etcd-name etcd --metrics 127.0.0.1:PORT
+        --etcd-name etcd --metrics 127.0.0.1:PORT [--shoot]
+
+With `--shoot` the etcd is NS's etcd-main (or whichever `--etcd-name`) on the environment's seed.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 from harness.backup import tasks as t
 from harness.backup.store import FULL
 from harness.errors import HarnessError
-from harness.providers.base import EtcdBackups, EtcdCluster, KubeAccess
+from harness.providers.base import EtcdBackups, EtcdCluster, KubeAccess, shoot_etcd
 from harness.wait import first_within
 
 QUORUM_LOOK_S = 2.0  # an election in progress is not a quorum loss: look this long for a leader
@@ -84,13 +86,17 @@ class Executor:
         mine = self._mine()
         # Creation times are whole seconds: tasks made in one second are taken in the order the
         # API server stored them (their resourceVersion, unchanged until admitted).
-        for task in sorted((task for task in mine if t.state(task) is None),
-                           key=lambda task: int(task["metadata"].get("resourceVersion") or 0)):
+        fresh = sorted((task for task in mine if t.state(task) is None),
+                       key=lambda task: int(task["metadata"].get("resourceVersion") or 0))
+        for task in fresh:
             self._admit(task, mine)
         self._collect(mine)
         if any(t.state(task) == t.IN_PROGRESS for task in mine):
             return
-        pending = [task for task in self._mine() if t.state(task) == t.PENDING]
+        # A task admitted in this pass runs from the next one: tasks created together are admitted
+        # together, so the second of two alike is the first's duplicate, however fast the first runs.
+        just = {task["metadata"]["name"] for task in fresh}
+        pending = [task for task in self._mine() if t.state(task) == t.PENDING and task["metadata"]["name"] not in just]
         if pending:  # FIFO: in the order admitted (after a restart of the executor, by creation)
             self._run(min(pending, key=lambda task: (self.admitted.get(task["metadata"]["name"], sys.maxsize),
                                                       task["metadata"]["creationTimestamp"], task["metadata"]["name"])))
@@ -194,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kubeconfig", required=True, type=Path)
     p.add_argument("--namespace", required=True)
     p.add_argument("--etcd-name", required=True)
+    p.add_argument("--shoot", action="store_true",
+                   help="the etcd is a shoot's on the environment's seed (NAMESPACE's ETCD_NAME), not the environment's own")
     p.add_argument("--metrics", required=True, help="address:port of /metrics")
     p.add_argument("--interval", type=float, default=0.2)
     args = p.parse_args(argv)
@@ -209,8 +217,11 @@ def main(argv: list[str] | None = None) -> int:
                                     "provider.name": args.provider})
     host, port = args.metrics.rsplit(":", 1)
     start_http_server(int(port), host)
-    executor = Executor(get_provider(config.provider.name, config).attach(), KubeAccess(args.kubeconfig), args.namespace, args.etcd_name,
-                        progress=say)
+    provider = get_provider(config.provider.name, config)
+    env = provider.attach()
+    if args.shoot:
+        env = shoot_etcd(env, provider.seed(env), args.namespace, args.etcd_name)
+    executor = Executor(env, KubeAccess(args.kubeconfig), args.namespace, args.etcd_name, progress=say)
     executor.fail_orphans()
     say(f"running the {args.namespace} tasks for etcd {args.etcd_name}")
     while True:  # until SIGTERM: it stops with the seed

@@ -17,6 +17,8 @@ the leading sidecar; 409 from the others).
         --etcdutl BIN --workdir W --listen 10.77.1.11:8080 --full-period 3600 --delta-period 5
 
 The store's key pair comes in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, not on the command line.
+A member serving TLS is reached with `--cacert`, `--cert`, `--key` (etcd-druid's client certificate
+for its sidecar) and `--server-name`, the name its serving certificate holds.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from harness.backup.snapshots import save_full
 from harness.backup.store import BackupStore, SnapshotName, StoreSpec, encode_delta, full_name
 from harness.errors import HarnessError
 from harness.etcd_gateway import EtcdClient, EtcdRequestError
+from harness.providers.base import EtcdTls
 
 STATUS_INTERVAL_S = 0.2  # how often the sidecar asks its member who leads
 STORE_TIMEOUT_S = 2.0  # connecting to the store; a response may take 6 times that
@@ -48,14 +51,15 @@ class NotLeading(HarnessError):
 
 class Sidecar:
     def __init__(self, member_url: str, store: BackupStore, etcdutl: Path, workdir: Path, full_period: float,
-                 delta_period: float, request_timeout: float = 1.0) -> None:
+                 delta_period: float, request_timeout: float = 1.0, tls: EtcdTls | None = None) -> None:
         self.member_url = member_url
         self.store = store
         self.etcdutl = etcdutl
         self.workdir = workdir
         self.full_period = full_period
         self.delta_period = delta_period
-        self.client = EtcdClient(member_url, None, request_timeout)
+        self.tls = tls
+        self.client = EtcdClient(member_url, None, request_timeout, tls)
         self.lock = threading.RLock()  # one snapshot at a time; guards everything below
         self.leading = False
         self.uploaded = 0  # the newest revision the store holds, as far as this sidecar knows
@@ -138,7 +142,7 @@ class Sidecar:
             if not self.leading:
                 raise NotLeading("this member does not lead: only the leading sidecar takes snapshots")
             path = self.workdir / "full.db"
-            taken = save_full(EtcdClient(self.member_url, None, 5.0), path, self.etcdutl)
+            taken = save_full(EtcdClient(self.member_url, None, 5.0, self.tls), path, self.etcdutl)
             name = full_name(taken.revision)
             with open(path, "rb") as body:
                 self.store.put(name, body)
@@ -166,7 +170,7 @@ class Sidecar:
 
     # -- the watch -------------------------------------------------------------
     def _watch_from(self, revision: int) -> None:
-        watcher = EtcdClient(self.member_url, None, 5.0)
+        watcher = EtcdClient(self.member_url, None, 5.0, self.tls)
         self.watcher = watcher
         threading.Thread(target=self._watch, args=(watcher, revision), daemon=True).start()
 
@@ -262,6 +266,41 @@ def serve(sidecar: Sidecar, listen: str) -> ThreadingHTTPServer:
     return server
 
 
+def request(listen: str, method: str, path: str, timeout: float, netns: str | None = None,
+            who: str = "the backup sidecar") -> dict[str, Any]:
+    """A call to a sidecar's API at `listen` (from network namespace `netns`); EnvironmentStateError
+    when it cannot be made or is refused (with the sidecar's own reason)."""
+    import http.client
+
+    from harness.errors import EnvironmentStateError
+    from harness.netns import NsHTTPConnection
+
+    host, port = listen.rsplit(":", 1)
+    conn = NsHTTPConnection(host, int(port), timeout, netns)
+    try:
+        conn.request(method, path)
+        resp = conn.getresponse()
+        doc = json.loads(resp.read() or b"{}")
+    except (OSError, http.client.HTTPException, ValueError) as e:
+        raise EnvironmentStateError(f"{who} at {listen}: {type(e).__name__}: {e}") from None
+    finally:
+        conn.close()
+    if resp.status != 200:
+        raise EnvironmentStateError(f"{who} refused {method} {path}: {doc.get('error')}")
+    return dict(doc)
+
+
+def leading(statuses: dict[str, dict[str, Any] | str]) -> str:
+    """The member whose sidecar leads (the one an on-demand snapshot is asked of)."""
+    from harness.errors import EnvironmentStateError
+
+    found = [name for name, s in statuses.items() if isinstance(s, dict) and s.get("leading")]
+    if not found:
+        raise EnvironmentStateError("no backup sidecar leads (no member leads, or its sidecar is gone): "
+                                    f"a snapshot needs a cluster with quorum; the sidecars: {statuses}")
+    return found[0]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m harness.backup.sidecar", description=__doc__.split("\n\n")[0])
     p.add_argument("--member", required=True, help="the member's client URL")
@@ -271,13 +310,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--listen", required=True, help="address:port of the status and on-demand snapshot API")
     p.add_argument("--full-period", type=float, default=3600.0, help="seconds between full snapshots")
     p.add_argument("--delta-period", type=float, default=5.0, help="seconds between delta snapshots")
+    p.add_argument("--cacert", type=Path, help="the CA of the member's serving certificate (a member serving TLS)")
+    p.add_argument("--cert", type=Path, help="the client certificate the member accepts")
+    p.add_argument("--key", type=Path, help="the client certificate's key")
+    p.add_argument("--server-name", help="the name the member's serving certificate holds, when not its address")
     args = p.parse_args(argv)
+    given = [f for f in ("cacert", "cert", "key") if getattr(args, f)]
+    if given and len(given) < 3:
+        p.error(f"a member serving TLS needs --cacert, --cert and --key; given only --{', --'.join(given)}")
+    tls = EtcdTls(args.cacert, args.cert, args.key, args.server_name) if given else None
     spec = StoreSpec.from_dict(json.loads(args.store.read_text()) | {
         "access_key_id": os.environ.get("AWS_ACCESS_KEY_ID"), "secret_access_key": os.environ.get("AWS_SECRET_ACCESS_KEY")})
     args.workdir.mkdir(parents=True, exist_ok=True)
     # One try a period, soon given up: the next period tries again with what is still pending.
     store = BackupStore(spec, timeout=STORE_TIMEOUT_S, attempts=1)
-    sidecar = Sidecar(args.member, store, args.etcdutl, args.workdir, args.full_period, args.delta_period)
+    sidecar = Sidecar(args.member, store, args.etcdutl, args.workdir, args.full_period, args.delta_period, tls=tls)
     signal.signal(signal.SIGTERM, lambda *_: sidecar.stopping.set())
     server = serve(sidecar, args.listen)
     sidecar.log(f"backing up {args.member} to s3://{spec.bucket}/{spec.prefix} (full every {args.full_period:g} s, "

@@ -80,6 +80,22 @@ class StoreSpec:
         """What may be printed: no secret."""
         return {k: v for k, v in self.to_dict().items() if k != "secret_access_key"}
 
+    def secret_data(self) -> dict[str, str]:
+        """The store as etcd-druid's backup Secret of an S3 provider holds it (the prefix is the
+        Etcd resource's, so it goes in the sidecar's `--store-prefix`, not here)."""
+        data = {"bucketName": self.bucket, "region": self.region, "accessKeyID": self.access_key_id or "",
+                "secretAccessKey": self.secret_access_key or "", "s3ForcePathStyle": "true"}
+        return data | ({"endpoint": self.endpoint_url} if self.endpoint_url else {})
+
+    @classmethod
+    def from_secret(cls, data: Mapping[str, str], prefix: str) -> StoreSpec:
+        missing = [k for k in ("bucketName", "region", "accessKeyID", "secretAccessKey") if not data.get(k)]
+        if missing:
+            raise EnvironmentStateError(f"the backup Secret has no {', '.join(missing)}; it holds "
+                                        f"{', '.join(sorted(data)) or 'nothing'}")
+        return cls(data.get("endpoint") or None, data["region"], data["bucketName"], prefix, data["accessKeyID"],
+                   data["secretAccessKey"])
+
 
 class BackupStore:
     """The snapshots of one cluster in one bucket (boto3 over the store's endpoint)."""

@@ -13,6 +13,7 @@ a namespace may hold several).
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -246,10 +247,13 @@ def summary(task: Mapping[str, Any]) -> dict[str, Any]:
             "created": task["metadata"].get("creationTimestamp")}
 
 
+_NAMES = itertools.count(1)
+
+
 def unique_name(task_type: str) -> str:
     short = {QUORUM_LOSS_RECOVERY: "quorum-loss-recovery", ON_DEMAND_SNAPSHOT: "snapshot",
              ON_DEMAND_SNAP_COMPACTION: "snapshot-compaction"}.get(task_type, "task")
-    return f"{short}-{int(time.time() * 1000) % 10**10}"
+    return f"{short}-{int(time.time() * 1000) % 10**10}-{next(_NAMES)}"  # two in one millisecond differ
 
 
 

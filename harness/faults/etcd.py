@@ -9,10 +9,13 @@ import re
 import threading
 from typing import Any, ClassVar
 
+from harness.config import Timeouts
 from harness.errors import ConfigError
 from harness.faults.base import Injection, lacks
+from harness.kube import cluster
+from harness.kube.volumes import claimed_volumes, lose_pod_volumes
 from harness.providers.base import (Environment, MemberDisks, MemberFailpoints, MemberPower, MemberProcesses,
-                                    MemberSignals, MemberVolumes, PeerNetwork)
+                                    MemberSignals, MemberVolumes, PeerNetwork, VolumeBackings)
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # gofail's terms: [N%][N*]action[(argument)][->term]; actions off, return, sleep, panic, break, print.
@@ -152,25 +155,57 @@ class MemberPowerLoss:
 
 
 class VolumeLoss:
-    """The member's volume is destroyed while its pod is gone (a deleted PVC and its PV, a lost EBS
-    volume): the process and its backup sidecar die, the data directory is emptied. Irreversible:
-    no heal brings the data back. Heal leaves the member as it finds it (down, or brought back by
-    a restore from the backups); the ledger and the fault's event say `irreversible`."""
+    """The member's volume is destroyed while its pod is gone: the process and its backup sidecar
+    die, the data is gone. Target: a member of the environment's etcd, or NAMESPACE/POD, a pod on
+    the environment's cluster (a shoot's etcd member on a seed): its claims and volumes deleted
+    with it, and what backed them (the local seed's directory; an opted-in EBS volume through the
+    AWS API) destroyed. Irreversible: no heal brings the data back; heal leaves the member as it
+    finds it. The ledger and the fault's event say `irreversible`."""
 
     kind: ClassVar[str] = "volume-loss"
 
+    def waits_up_to(self, timeouts: Timeouts) -> float:
+        """A cloud disk is deleted only once its forced detach went through (harness.aws.volumes)."""
+        return 60.0
+
     def available(self, env: Environment) -> str | None:
-        return lacks(env, MemberVolumes, "destroy a member's volume")
+        if isinstance(env, MemberVolumes) or (isinstance(env, VolumeBackings) and env.kube() is not None):
+            return None
+        return f"the {env.provider} provider cannot destroy a member's volume (no members, no cluster)"
 
     def validate(self, env: Environment, target: str) -> str:
-        return env.member(target).name
+        if "/" not in target:
+            if not isinstance(env, MemberVolumes):
+                raise ConfigError(f"the {env.provider} environment has no etcd members of its own: give the pod of "
+                                  f"one as NAMESPACE/POD, got {target!r}")
+            return env.member(target).name
+        namespace, _, pod = target.partition("/")
+        if not namespace or not pod or not isinstance(env, VolumeBackings) or env.kube() is None:
+            raise ConfigError(f"volume-loss takes a member or NAMESPACE/POD on the environment's cluster, got {target!r}")
+        volumes = claimed_volumes(cluster.connect(env.kube()), namespace, pod)  # type: ignore[arg-type]
+        refused = [why for v in volumes if (why := env.volume_backing_refused(v.to_dict()))]
+        if refused:
+            raise ConfigError(f"volume-loss on {target} refused before anything was changed: {'; '.join(refused)}")
+        return target
 
     def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
-        assert isinstance(env, MemberVolumes)
         ctx.record({"irreversible": True})  # in the ledger before the data goes
-        return {**env.lose_member_data(target), "irreversible": True}
+        if "/" not in target:
+            assert isinstance(env, MemberVolumes)
+            return {**env.lose_member_data(target), "irreversible": True}
+        assert isinstance(env, VolumeBackings)
+        namespace, _, pod = target.partition("/")
+        lost = lose_pod_volumes(cluster.connect(env.kube()), namespace, pod,  # type: ignore[arg-type]
+                                env.config.timeouts.fault_apply / 2)
+        data: dict[str, Any] = {"volumes": [v.to_dict() for v in lost], "irreversible": True}
+        ctx.record(data)
+        data["backings"] = [env.destroy_volume_backing(v.to_dict(), ctx.run_id, lambda d: ctx.record({**data, "backing": d}))
+                            for v in lost]
+        return data
 
     def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        if "/" in target:  # inject waited until the pod, its claims and volumes were gone
+            return {"volumes_gone": [v["volume"] for v in data["volumes"]], "irreversible": True}
         assert isinstance(env, MemberProcesses)
         if env.member_running(target):
             return None

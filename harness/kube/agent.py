@@ -2,7 +2,9 @@
 
 One agent per node runs inside the node's network namespace (so it shares the node's fate on
 the network) and looks after the pods bound to its node that carry AGENT_LABEL: etcd members
-and kube-apiservers of the reference control plane, and the harness's vantage pods (relays). It
+(with etcd-main's backup sidecar, BACKUP_CONTAINER, beside the member; a member whose volume was
+lost is added back to its cluster before it starts, as etcd-druid does) and kube-apiservers of
+the reference control plane, and the harness's vantage pods (relays). It
 gives each pod an address of its own in the node's zone subnet, starts the process, reports
 phase, pod IP and readiness (from the process's own health endpoint), keeps a PortForward object
 so that the node's kubelet API (kwok's) port-forwards to the pod, restarts a process that dies
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import signal
 import socket
 import ssl
@@ -50,6 +53,12 @@ PKI_SECRET = "ha-harness-shoot-pki"
 REQUEST_TIMEOUT = 2.0
 # The reference pods' termination grace period (harness.reference.render) bounds a stop anyway.
 STOP_GRACE_S = 5.0
+# etcd-main's backup sidecar (seed 003) in the member's pod: a container of this name runs
+# harness.backup.sidecar with its args, beside the member, on the member's address.
+BACKUP_CONTAINER = "backup-restore"
+BACKUP_IMAGE = "europe-docker.pkg.dev/gardener-project/releases/gardener/etcdbrctl:v0.36.0"
+BACKUP_PORT = 8080  # etcd-backup-restore's server port
+BACKUP_SECRET = BACKUP_VOLUME = "etcd-backup"
 ETCD_METRICS_PORT = 2381  # etcd's metrics listener (etcd_command's metrics_url), not a declared port
 KINDS = ("etcd", "kube-apiserver", "relay")
 
@@ -75,10 +84,17 @@ class Running:
     reported: str = ""  # the last status reported, to patch only on change
     argv: list[str] = field(default_factory=list)
     forwarded: bool = False  # its PortForward (the kubelet API's port-forward to it) is in place
+    sidecar: dict[str, Any] | None = None  # etcd-main's backup sidecar process, when the pod has one
+    sidecar_argv: list[str] = field(default_factory=list)
+    sidecar_restarts: int = 0
 
     @property
     def record(self) -> ProcessRecord:
         return ProcessRecord.from_dict(self.process)
+
+    @property
+    def sidecar_record(self) -> ProcessRecord | None:
+        return ProcessRecord.from_dict(self.sidecar) if self.sidecar else None
 
 
 class StartError(Exception):
@@ -171,8 +187,14 @@ class Agent:
                 raise StartError(f"the {kind} binary {binary} does not exist")
             ip = self._address(pod)
             argv = {"etcd": self._etcd_argv, "kube-apiserver": self._apiserver_argv, "relay": self._relay_argv}[kind](pod, ip)
+            backup = self._backup_argv(pod, ip) if kind == "etcd" else []
             self._claim(ip)
             record = self._spawn(pod, argv)
+            try:
+                sidecar = self._spawn_sidecar(pod.metadata.namespace, pod.metadata.name, backup) if backup else None
+            except StartError:
+                terminate(record, STOP_GRACE_S)  # a pod starts whole or not at all
+                raise
         except NotYet as e:
             if self.waiting.get(pod.metadata.uid) != str(e):
                 self.waiting[pod.metadata.uid] = str(e)
@@ -185,10 +207,11 @@ class Agent:
             return
         self.waiting.pop(pod.metadata.uid, None)
         r = Running(pod.metadata.uid, pod.metadata.namespace, pod.metadata.name, kind, ip, record.to_dict(), now(),
-                    argv=argv)
+                    argv=argv, sidecar=sidecar, sidecar_argv=backup)
         self.running[r.uid] = r
         self._save()
-        self.log(f"started {r.namespace}/{r.name} ({kind}) on {ip}, pid {record.pid}")
+        self.log(f"started {r.namespace}/{r.name} ({kind}) on {ip}, pid {record.pid}"
+                 + (f", its backup sidecar pid {r.sidecar['pid']}" if r.sidecar else ""))
         self._report(r)
         self._forward(pod, r)
 
@@ -246,9 +269,120 @@ class Agent:
             if zone is None:
                 raise NotYet(f"member {sts}-{k} is not scheduled yet, so its address is not known")
             peers.append(f"{sts}-{k}={scheme}://{self.subnets[zone]}.{base + k}:2380")
-        return etcd_command(self.args.etcd, name, self._volume(pod) / name, f"{scheme}://{ip}:2379",
+        volume = self._volume(pod)
+        argv = etcd_command(self.args.etcd, name, volume / name, f"{scheme}://{ip}:2379",
                             f"{scheme}://{ip}:2380", ",".join(peers), token=f"{ns}-{sts}",
                             metrics_url=f"http://{ip}:{ETCD_METRICS_PORT}", tls=tls)
+        if (volume / name / "member").exists():
+            return argv
+        current = self._rejoin(pod, f"{scheme}://{ip}:2380", [p.split("=", 1)[1] for p in peers], volume)
+        if current is None:
+            return argv
+        return [a for a in argv if not a.startswith(("--initial-cluster-state=", "--initial-cluster="))] + [
+            "--initial-cluster-state=existing", f"--initial-cluster={current}"]
+
+    def _rejoin(self, pod: Any, peer_url: str, peer_urls: list[str], volume: Path) -> str | None:
+        """A member on an empty volume in a cluster that already knows it as started (its volume
+        was lost): removed and added again through a member that answers, then started to join the
+        cluster as it is now, as etcd-druid's backup sidecar does; the --initial-cluster to start
+        with, or None to start as the initial cluster says (a first start, or no member answers).
+        Kept in the volume: a restart before the member caught up joins again the same way."""
+        from harness.etcd_gateway import EtcdClient, EtcdRequestError
+
+        marker = volume / "rejoin.json"
+        if marker.exists():
+            return str(json.loads(marker.read_text())["initial_cluster"])
+        ns, name = pod.metadata.namespace, pod.metadata.name
+        client = None
+        for url in (u.replace(":2380", ":2379") for u in peer_urls if u != peer_url):
+            candidate = EtcdClient(url, None, 1.0, self._client_tls(pod))
+            try:
+                members = candidate.members()
+                client = candidate
+                break
+            except (EtcdRequestError, OSError):
+                candidate.close()
+        if client is None:
+            return None
+        try:
+            mine = next((m for m in members if peer_url in m.get("peerURLs", [])), None)
+            if mine is not None and not mine.get("name"):
+                return None  # never started: it joins with the initial cluster
+            try:  # refused without quorum (then only a restore brings the cluster back), and as an
+                # "unhealthy cluster" for etcd's 5 s after the removal
+                if mine is not None:
+                    client.remove_member(mine["ID"])
+                    self.log(f"{ns}/{name} is on an empty volume and the cluster knew it: removed member {mine['ID']:x}")
+                added = client.add_member([peer_url])
+            except EtcdRequestError as e:
+                raise NotYet(f"its volume is empty and the cluster knows it: waiting to add it back ({e})") from None
+            current = ",".join(f"{m.get('name') or name}={m['peerURLs'][0]}" for m in client.members())
+        finally:
+            client.close()
+        marker.write_text(json.dumps({"initial_cluster": current, "added": added}))
+        self.log(f"{ns}/{name} added back as member {added:x}; it joins {current}")
+        return current
+
+    def _client_tls(self, pod: Any) -> Any:
+        """The member's client certificate (etcd-druid's, for its sidecar), or None for plain HTTP."""
+        from harness.providers.base import EtcdTls
+
+        files = self._mounted(pod, {etcd_tls.CLIENT_CA_VOLUME: etcd_tls.CA_SECRET,
+                                    etcd_tls.CLIENT_TLS_VOLUME: etcd_tls.CLIENT_SECRET})
+        if files is None:
+            return None
+        cert = files[etcd_tls.CLIENT_TLS_VOLUME]
+        return EtcdTls(etcd_tls.ca_file(files[etcd_tls.CLIENT_CA_VOLUME], etcd_tls.CLIENT_CA_VOLUME), cert["tls.crt"],
+                       cert["tls.key"], etcd_tls.service_name(pod.metadata.name.rsplit("-", 1)[0], pod.metadata.namespace))
+
+    def _secrets_dir(self, namespace: str, name: str) -> Path:
+        return self.workdir / "pods" / f"{namespace}_{name}.secrets"
+
+    def _backup_argv(self, pod: Any, ip: str) -> list[str]:
+        """etcd-main's backup sidecar (BACKUP_CONTAINER), as etcd-backup-restore runs beside a
+        member: the member's client URL and certificate, the store of the mounted backup Secret,
+        and the container's own arguments (the periods; `--store-prefix` names the store's prefix)."""
+        from harness.backup.store import StoreSpec
+
+        container = next((c for c in pod.spec.containers if c.name == BACKUP_CONTAINER), None)
+        if container is None:
+            return []
+        if not self.args.etcdutl or not Path(self.args.etcdutl).is_file():
+            raise StartError(f"the {BACKUP_CONTAINER} container needs etcdutl, and {self.args.etcdutl!r} is not a file")
+        args = list(container.args or [])
+        prefixes = [a.split("=", 1)[1] for a in args if a.startswith("--store-prefix=")]
+        if len(prefixes) != 1:
+            raise StartError(f"the {BACKUP_CONTAINER} container needs one --store-prefix=PREFIX among its args: {args}")
+        stored = self._mounted(pod, {BACKUP_VOLUME: BACKUP_SECRET})
+        if stored is None:
+            raise StartError(f"the {BACKUP_CONTAINER} container needs the Secret volume {BACKUP_VOLUME!r}")
+        try:
+            store = StoreSpec.from_secret({k: p.read_text() for k, p in stored[BACKUP_VOLUME].items()}, prefixes[0])
+        except HarnessError as e:
+            raise StartError(str(e)) from None
+        ns, name = pod.metadata.namespace, pod.metadata.name
+        store_file = self._secrets_dir(ns, name) / "backup-store.json"
+        store_file.write_text(json.dumps(store.public()))
+        client = self._client_tls(pod)
+        tls = [] if client is None else [f"--cacert={client.ca}", f"--cert={client.cert}", f"--key={client.key}",
+                                         f"--server-name={client.server_name}"]
+        return [sys.executable, "-m", "harness.backup.sidecar", f"--member={'https' if tls else 'http'}://{ip}:2379",
+                f"--store={store_file}", f"--etcdutl={self.args.etcdutl}",
+                f"--workdir={self.workdir / 'pods' / f'{ns}_{name}.backup'}", f"--listen={ip}:{BACKUP_PORT}",
+                *tls, *(a for a in args if not a.startswith("--store-prefix="))]
+
+    def _spawn_sidecar(self, namespace: str, name: str, argv: list[str]) -> dict[str, Any]:
+        """The sidecar with the store's key pair from the mounted Secret in its environment only."""
+        keys = self._secrets_dir(namespace, name) / BACKUP_VOLUME
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        try:
+            env |= {"AWS_ACCESS_KEY_ID": (keys / "accessKeyID").read_text(),
+                    "AWS_SECRET_ACCESS_KEY": (keys / "secretAccessKey").read_text()}
+            _, record = spawn(f"{name}/{BACKUP_CONTAINER}", argv,
+                              Path(self.args.logs) / f"{namespace}_{name}_{BACKUP_CONTAINER}.log", env=env)
+        except (HarnessError, OSError) as e:
+            raise StartError(f"{BACKUP_CONTAINER}: {e}") from None
+        return record.to_dict()
 
     def _mounted(self, pod: Any, volumes: dict[str, str]) -> dict[str, dict[str, Path]] | None:
         """The pod's Secret volumes named in `volumes`, written out as a kubelet mounts them
@@ -259,7 +393,7 @@ class Agent:
             return None
         if len(wanted) < len(volumes):
             raise StartError(f"the pod mounts {', '.join(wanted)} but not {', '.join(v for v in volumes if v not in wanted)}")
-        base = self.workdir / "pods" / f"{pod.metadata.namespace}_{pod.metadata.name}.secrets"
+        base = self._secrets_dir(pod.metadata.namespace, pod.metadata.name)
         return {v: etcd_tls.write_secret(self.core, pod.metadata.namespace, by_volume[v], base / v, REQUEST_TIMEOUT)
                 for v in wanted}
 
@@ -330,7 +464,7 @@ class Agent:
             raise NotYet(f"claim {claims[0]} is not bound to a volume yet")
         # Keyed by the volume's uid: a volume made anew under an old name starts empty.
         pv = self.core.read_persistent_volume(pvc.spec.volume_name, _request_timeout=REQUEST_TIMEOUT)
-        path = Path(self.args.volumes) / f"{pv.metadata.name}-{pv.metadata.uid}"
+        path = volume_path(Path(self.args.volumes), pv.metadata.name, pv.metadata.uid)
         path.mkdir(parents=True, exist_ok=True)
         return path
 
@@ -406,6 +540,16 @@ class Agent:
             r.restarts += 1
             r.ready = False
             self._save()
+        sidecar = r.sidecar_record
+        if sidecar is not None and not sidecar.alive():
+            # Restarted like any container; what it had not uploaded died with it.
+            self.log(f"{r.namespace}/{r.name}'s {BACKUP_CONTAINER} exited; restarting it")
+            try:
+                r.sidecar = self._spawn_sidecar(r.namespace, r.name, r.sidecar_argv)
+                r.sidecar_restarts += 1
+            except StartError as e:
+                self.log(f"{r.namespace}/{r.name}'s {BACKUP_CONTAINER} cannot start: {e}")
+            self._save()
         r.ready = _healthy(r.kind, r.ip)
         r.was_ready = r.was_ready or r.ready
         self._report(r, pod)
@@ -447,7 +591,7 @@ class Agent:
         """Patch the pod's status when it differs from what was last reported or from what the API
         holds (`pod`, as listed): the node controller marks the pods of a NotReady node not Ready,
         and a kubelet back on the network reports them again."""
-        key = json.dumps(["True" if r.ready else "False", r.ip, r.restarts])
+        key = json.dumps(["True" if r.ready else "False", r.ip, r.restarts + r.sidecar_restarts])
         if key != r.reported or (pod is not None and key != json.dumps(_held(pod))):
             self._patch(r.namespace, r.name, pod_status(r, self.args.host_ip))
             r.reported = key
@@ -488,11 +632,13 @@ class Agent:
         """Stop the pods' processes together (SIGTERM, SIGKILL after the grace period), then
         give their addresses back."""
         stopping = [r for uid in uids if (r := self.running.pop(uid, None)) is not None]
-        threads = [threading.Thread(target=terminate, args=(r.record, STOP_GRACE_S)) for r in stopping]
+        records = [rec for r in stopping for rec in (r.record, r.sidecar_record) if rec is not None]
+        threads = [threading.Thread(target=terminate, args=(rec, STOP_GRACE_S)) for rec in records]
         for t in threads:
             t.start()
-        for t, r in zip(threads, stopping):
+        for t in threads:
             t.join()
+        for r in stopping:
             self._release(r.ip)
             self.log(f"stopped {r.namespace}/{r.name} and released {r.ip}")
         if stopping:
@@ -517,6 +663,12 @@ class Agent:
         print(f"{now()} agent {self.node}: {message}", flush=True)
 
 
+def volume_path(volumes: Path, name: str, uid: str) -> Path:
+    """The directory backing a PersistentVolume on the local seed, keyed by its uid: a volume made
+    anew under an old name starts empty."""
+    return volumes / f"{name}-{uid}"
+
+
 def pod_status(r: Running, host_ip: str) -> dict[str, Any]:
     """The status a kubelet reports: phase Running once the process started (the container
     started); Ready, the pod's condition and its container's `ready`, only while the process's
@@ -534,7 +686,10 @@ def pod_status(r: Running, host_ip: str) -> dict[str, Any]:
             "name": r.kind.split("-")[0] if r.kind == "etcd" else r.kind, "ready": r.ready, "started": True,
             "restartCount": r.restarts, "image": r.kind, "imageID": "",
             "state": {"running": {"startedAt": r.started}},
-        }],
+        }] + ([{
+            "name": BACKUP_CONTAINER, "ready": True, "started": True, "restartCount": r.sidecar_restarts,
+            "image": "harness.backup.sidecar", "imageID": "", "state": {"running": {"startedAt": r.started}},
+        }] if r.sidecar else []),
     }
 
 
@@ -605,6 +760,7 @@ def main(argv: list[str] | None = None, connect: Callable[[str], Any] | None = N
     for name in ("node", "zone", "kubeconfig", "workdir", "logs", "volumes", "zone-subnets", "pool", "host-ip", "etcd",
                  "kube-apiserver"):
         p.add_argument(f"--{name}", required=True)
+    p.add_argument("--etcdutl", help="etcdutl, for the backup sidecars of members whose pods have one")
     p.add_argument("--interval", type=float, default=0.5)
     args = p.parse_args(argv)
     api = (connect or _connect)(args.kubeconfig)

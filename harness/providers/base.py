@@ -320,6 +320,20 @@ class MemberVolumes(Protocol):
 
 
 @runtime_checkable
+class VolumeBackings(Protocol):
+    """Environments that destroy what backs a cluster's PersistentVolume (a cloud disk, the local
+    seed's directory) once the volume is deleted: volume-loss on NAMESPACE/POD.
+    `volume` is harness.kube.volumes.ClaimedVolume.to_dict()."""
+
+    def volume_backing_refused(self, volume: dict[str, Any]) -> str | None:
+        """Why its backing may not be destroyed (an EBS volume that did not opt in), or None."""
+
+    def destroy_volume_backing(self, volume: dict[str, Any], run_id: str,
+                               record: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """Destroy it for good; what was done (JSON-able)."""
+
+
+@runtime_checkable
 class EtcdBackups(Protocol):
     """Environments whose etcd is backed up to an object store (seed 003): full and delta
     snapshots from a sidecar beside each member, and a restore of the whole cluster from them."""
@@ -341,6 +355,15 @@ class EtcdBackups(Protocol):
         """Every member's data made again from the store (full + deltas; `deltas=False`: the newest
         full snapshot alone), then started: what etcd-druid does after a permanent quorum loss.
         Returns figures: "revision" restored, "store_revision" (the newest the store held), seconds."""
+
+
+@runtime_checkable
+class SeedBackupStore(Protocol):
+    """Environments whose cloud holds the object store the seed's etcds back up to (Gardener's
+    BackupBucket): a bucket, and the key pair of a user allowed that bucket and nothing else."""
+
+    def seed_backup_store(self) -> Any:
+        """The store (harness.backup.store.StoreSpec, its prefix empty: each etcd takes its own)."""
 
 
 @dataclass(frozen=True)

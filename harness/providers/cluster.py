@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.aws.access import AwsAccess, from_settings
 from harness.config import Config
@@ -50,6 +50,36 @@ class ClusterEnvironment(StateBacked, Topology):
     def aws(self) -> AwsAccess | None:
         """The AWS account of [aws] in the configuration (the AWS faults' target), if any."""
         return from_settings(self.config.aws)
+
+    # -- what backs the cluster's volumes: EBS volumes of [aws] (volume-loss on NAMESPACE/POD) ------
+    def volume_backing_refused(self, volume: dict[str, Any]) -> str | None:
+        from harness.aws.volumes import check_volume, ebs_volume_id
+        from harness.errors import FaultError
+
+        ebs = ebs_volume_id(volume)
+        if ebs is None:
+            return None
+        access = self.aws()
+        if access is None:
+            return (f"volume {volume['volume']} is the EBS volume {ebs}, and no [aws] account is configured to "
+                    "delete it with")
+        try:
+            check_volume(access.client("ec2"), ebs, access.opted_in)
+        except FaultError as e:
+            return str(e)
+        return None
+
+    def destroy_volume_backing(self, volume: dict[str, Any], run_id: str,
+                               record: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """An EBS volume deleted through the AWS API; any other is left to its provisioner, which
+        deletes it with the PersistentVolume when its reclaim policy says Delete."""
+        from harness.aws.volumes import ebs_volume_id, lose_volume
+
+        ebs = ebs_volume_id(volume)
+        access = self.aws()
+        if ebs is None or access is None:
+            return {"backing": "left to its provisioner (the volume's reclaim policy)"}
+        return lose_volume(access.client("ec2"), ebs, run_id, record, opted_in=access.opted_in)
 
     def health(self) -> dict[str, Any]:
         return {v.name: "Ready" if v.ready else "NotReady" for v in cluster.node_views(cluster.connect(self.access))}

@@ -8,12 +8,13 @@ from typing import Any
 
 from harness.errors import CapabilityMissing, ConfigError
 from harness.kube import cluster, etcd_tls
-from harness.kube.agent import PKI_SECRET
+from harness.backup.store import StoreSpec
+from harness.kube.agent import BACKUP_SECRET, PKI_SECRET
 from harness.probes import placement
 from harness.probes.placement import PodPlacement
 from harness.providers.base import Seed
 from harness.reference.components import COMPONENTS, ETCDS
-from harness.reference.render import ETCD_VOLUME_SIZE, ReferenceSpec, render, replicas
+from harness.reference.render import ETCD_VOLUME_SIZE, ReferenceSpec, backup_prefix, render, replicas
 from harness.wait import first_within, wait_for
 
 FIELD_MANAGER = "ha-harness"
@@ -142,12 +143,16 @@ def _exists(api: Any, namespace: str, secret: str) -> bool:
     return True
 
 
-def deploy(seed: Seed, spec: ReferenceSpec, timeout: float) -> list[PodPlacement]:
+def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreSpec | None = None) -> list[PodPlacement]:
     """Apply the reference to the seed and wait until the scheduler has placed every pod it can
-    (and, when it runs for real, until those pods are Running and ready)."""
+    (and, when it runs for real, until those pods are Running and ready). A reference whose
+    etcd-main is backed up needs `backup_store`, the bucket its Secret names (its prefix unused)."""
     if spec.real and not seed.real_pods:
         raise CapabilityMissing("only the local seed runs the reference for real (its node agents); on this seed "
                                 "deploy it without `real` and let the cluster's own kubelets run it")
+    if spec.delta_snapshot_period_s is not None and backup_store is None:
+        raise ConfigError(f"etcd-main of {spec.namespace} is to be backed up, but no backup store was given: the "
+                          "environment's cloud provides one (SeedBackupStore)")
     api = cluster.connect(seed.kube)
     objects = render(spec)
     await_namespace_gone(api, spec.namespace, timeout)
@@ -160,6 +165,8 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float) -> list[PodPlacement
         apply(api, exposed)
         address = seed.shoot_api or _published_address(api, spec.namespace, PUBLISH_WAIT_S)
         apply(api, shoot_pki(spec, seed, address))  # once: running kube-apiservers keep the CA they started with
+    if backup_store is not None and spec.delta_snapshot_period_s is not None:
+        apply(api, [backup_secret(spec, backup_store)])
     apply(api, objects[1:])
     observed = wait_for(
         lambda: (pods := placement.observe(api, spec.namespace), settled(spec, pods)),
@@ -169,6 +176,25 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float) -> list[PodPlacement
         interval=0.25,
     )
     return observed[0]
+
+
+def backup_secret(spec: ReferenceSpec, store: StoreSpec) -> dict[str, Any]:
+    """etcd-main's backup Secret. A control plane deployed anew starts with an empty prefix, as a
+    new shoot gets a BackupEntry of its own: a new cluster must not carry on from an old one's
+    revisions. etcdutl is built here, before the node agents' sidecars need it."""
+    import base64
+    import dataclasses
+
+    from harness.backup.store import BackupStore
+    from harness.etcd_builds import etcdutl_binary
+
+    etcdutl_binary()
+    old = BackupStore(dataclasses.replace(store, prefix=backup_prefix(spec)))
+    for name in old.list():
+        old.delete(name)
+    data = {k: base64.b64encode(v.encode()).decode() for k, v in store.secret_data().items()}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": BACKUP_SECRET, "namespace": spec.namespace}, "data": data}
 
 
 def _ignore_missing(call: Any, *args: Any, **kwargs: Any) -> None:

@@ -21,7 +21,8 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.kube import etcd_tls
-from harness.kube.agent import ETCD_ZONES_ANNOTATION, IP_BASE_ANNOTATION
+from harness.kube.agent import (BACKUP_CONTAINER, BACKUP_IMAGE, BACKUP_PORT, BACKUP_SECRET, BACKUP_VOLUME,
+                                ETCD_ZONES_ANNOTATION, IP_BASE_ANNOTATION)
 from harness.kube.controlplane import AGENT_LABEL
 from harness.reference import conventions as conv
 from harness.reference.components import COMPONENTS, CONTROLPLANE_ROLE, ETCDS, Component
@@ -57,6 +58,11 @@ class ReferenceSpec:
     # Running for real only: the zones whose etcd members the kube-apiservers are given (empty:
     # all). Reproduces apiservers started with the members scheduled at that moment only.
     apiserver_etcd_zones: tuple[str, ...] = ()
+    # Running for real only: etcd-main backed up to the store of the Secret BACKUP_SECRET by a
+    # sidecar beside each member (seed 003), a delta snapshot every so many seconds (None: no
+    # backups) and a full one every `full_snapshot_period_s`.
+    delta_snapshot_period_s: float | None = None
+    full_snapshot_period_s: float = 3600.0
     zones: tuple[str, ...] = field(init=False)  # the zones the control plane uses
 
     def __post_init__(self) -> None:
@@ -64,6 +70,12 @@ class ReferenceSpec:
             raise ConfigError(f"unknown failure tolerance {self.tolerance!r}; accepted: {', '.join(TOLERANCES)}")
         if self.form not in FORMS:
             raise ConfigError(f"unknown form {self.form!r}; accepted: {', '.join(FORMS)}")
+        if self.delta_snapshot_period_s is not None and not self.real:
+            raise ConfigError("backups of etcd-main need the reference running for real (its node agents run the "
+                              "backup sidecars)")
+        if self.delta_snapshot_period_s is not None and not 0 < self.delta_snapshot_period_s <= self.full_snapshot_period_s:
+            raise ConfigError(f"the delta snapshot period must be above 0 s and at most the full snapshot period "
+                              f"({self.full_snapshot_period_s:g} s); got {self.delta_snapshot_period_s:g} s")
         object.__setattr__(self, "zones", conv.choose_zones(self.tolerance, self.seed_zones))
 
     @property
@@ -146,6 +158,9 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
         if tls:
             pod_spec["volumes"] = etcd_tls.volumes(tls)
             container["volumeMounts"] = [{"name": v, "mountPath": f"/var/etcd/ssl/{v}", "readOnly": True} for v in tls]
+        if c.name == "etcd-main" and spec.delta_snapshot_period_s is not None:
+            pod_spec["containers"].append(_backup_container(spec, container["volumeMounts"]))
+            pod_spec["volumes"].append({"name": BACKUP_VOLUME, "secret": {"secretName": BACKUP_SECRET}})
     workload: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": c.kind,
@@ -170,6 +185,26 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
             "volumeClaimTemplates": [{"metadata": {"name": c.name}, "spec": claim}],
         }
     return workload
+
+
+def backup_prefix(spec: ReferenceSpec) -> str:
+    """Where etcd-main's snapshots go in the bucket (etcd-druid: the shoot's BackupEntry)."""
+    return f"{spec.namespace}/etcd-main"
+
+
+def _backup_container(spec: ReferenceSpec, tls_mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    """etcd-druid's backup-restore sidecar: the node agent runs harness.backup.sidecar with these
+    arguments, the member's client certificate and the store of the mounted Secret."""
+    return {
+        "name": BACKUP_CONTAINER,
+        "image": BACKUP_IMAGE,
+        "args": [f"--store-prefix={backup_prefix(spec)}", f"--full-period={spec.full_snapshot_period_s:g}",
+                 f"--delta-period={spec.delta_snapshot_period_s:g}"],
+        "ports": [{"containerPort": BACKUP_PORT}],
+        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}},
+        "volumeMounts": [*(m for m in tls_mounts if m["name"] in (etcd_tls.CLIENT_CA_VOLUME, etcd_tls.CLIENT_TLS_VOLUME)),
+                         {"name": BACKUP_VOLUME, "mountPath": "/var/etcd-backup", "readOnly": True}],
+    }
 
 
 def _services(spec: ReferenceSpec, c: Component) -> list[dict[str, Any]]:

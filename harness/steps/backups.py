@@ -18,7 +18,7 @@ from harness.steps.faults import apply_faults
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
-from harness.wait import first_within
+from harness.wait import first_within, wait_for
 
 
 @given(parsers.parse("a fresh region with {members:d} etcd members spread over {zones:d} zones, backed up with a delta "
@@ -32,29 +32,38 @@ def _(region_factory: Callable[..., Environment], members: int, zones: int, delt
     return env
 
 
-def _backups(env: Any) -> EtcdBackups:
-    if not isinstance(env, EtcdBackups):
-        raise CapabilityMissing(f"the {env.provider} environment keeps no backups of its etcd")
-    return env
+def _backups(etcd: Any) -> EtcdBackups:
+    """The etcd under test's backups: the region's own, or a shoot's etcd-main on the seed."""
+    if not isinstance(etcd, EtcdBackups):
+        raise CapabilityMissing(f"the etcd under test ({type(etcd).__name__}, {etcd.provider}) keeps no backups")
+    return etcd
+
+
+def _volume(env: Any, etcd: EtcdCluster, member: str) -> tuple[str, str, dict[str, Any]]:
+    """volume-loss on a member of the region's own etcd, or on the pod of a shoot's member (its
+    claim and volume deleted with it: NAMESPACE/POD on the seed)."""
+    name = etcd.member(member).name
+    namespace = getattr(etcd, "namespace", None)
+    return ("volume-loss", name if etcd is env or namespace is None else f"{namespace}/{name}", {})
 
 
 @when("the volumes of the etcd leader and one follower are lost", target_fixture="outage")
-def _(etcd: EtcdCluster, faults) -> Outage:
+def _(env, etcd: EtcdCluster, faults) -> Outage:
     """Permanent quorum loss: two of three members' volumes destroyed with their pods, the leader's
     (whose sidecar holds the events not yet in the store) among them."""
     leader = etcd.leader(etcd.wait_healthy())
     follower = next(m.name for m in etcd.members if m.name != leader)
-    return apply_faults(etcd, faults, [("volume-loss", str(leader), {}), ("volume-loss", follower, {})])
+    return apply_faults(etcd, faults, [_volume(env, etcd, str(leader)), _volume(env, etcd, follower)])
 
 
 @when(parsers.parse('the volume of member "{member}" is lost'), target_fixture="outage")
-def _(etcd: EtcdCluster, faults, member: str) -> Outage:
-    return apply_faults(etcd, faults, [("volume-loss", etcd.member(member).name, {})])
+def _(env, etcd: EtcdCluster, faults, member: str) -> Outage:
+    return apply_faults(etcd, faults, [_volume(env, etcd, member)])
 
 
 @when("the volumes of every member are lost", target_fixture="outage")
-def _(etcd: EtcdCluster, faults) -> Outage:
-    return apply_faults(etcd, faults, [("volume-loss", m.name, {}) for m in etcd.members])
+def _(env, etcd: EtcdCluster, faults) -> Outage:
+    return apply_faults(etcd, faults, [_volume(env, etcd, m.name) for m in etcd.members])
 
 
 @when(parsers.parse('the database of member "{member}" is damaged'), target_fixture="outage")
@@ -77,14 +86,28 @@ def _(env, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str) -
     return outage
 
 
+@when(parsers.parse('member "{member}" joins again on its new volume'), target_fixture="outage")
+def _(etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str) -> Outage:
+    """On a seed, the member's pod is made again with a new claim and volume, and what runs its
+    pods (etcd-druid; on the local seed the node agent) adds it back to the cluster. Its return is
+    when it first answers."""
+    name = etcd.member(member).name
+    wait_for(lambda: etcd.status()[name], lambda s: not isinstance(s, str), f"{name} to answer again on its new volume",
+             etcd.config.timeouts.recovery)
+    outage.returned.append(name)
+    outage.healed_at = timeline.now()
+    timeline.mark("recovery", f"{name} answers again on its new volume")
+    return outage
+
+
 @when(parsers.re(r"the cluster is restored from its (?P<what>backups|newest full snapshot alone)"),
       target_fixture="recovery")
-def _(env, timeline: Timeline, what: str) -> dict[str, Any]:
+def _(etcd: EtcdCluster, timeline: Timeline, what: str) -> dict[str, Any]:
     """What etcd-druid's recovery does once the loss is confirmed as permanent: every member's data
     made again from the store's full snapshot and the deltas after it, the members started. (The
     full snapshot alone is what a restore that ignores the deltas brings back.)"""
     with timeline.span("recovery", "restore from backups"):
-        done = _backups(env).restore_from_backups(lambda line: print(f"[recovery] {line}", flush=True),
+        done = _backups(etcd).restore_from_backups(lambda line: print(f"[recovery] {line}", flush=True),
                                                   deltas=what == "backups")
     timeline.mark("figure", "restore from backups (compact the store's chain, restore every member)",
                   value=done["total_s"], unit="s", **done)
@@ -118,14 +141,14 @@ def _(etcd: EtcdCluster, probes, probe: AvailabilityProbe, outage: Outage, recov
 
 
 @then("the backup sidecars report failed snapshots during the outage")
-def _(env, outage: Outage, timeline: Timeline) -> None:
+def _(etcd: EtcdCluster, outage: Outage, timeline: Timeline) -> None:
     """The leading sidecar counts each snapshot it could not store, and says why."""
-    statuses = _backups(env).backup_sidecars()
+    statuses = _backups(etcd).backup_sidecars()
     period = max((float(s["delta_period"]) for s in statuses.values() if isinstance(s, dict)), default=5.0)
     # Two delta periods and the store's timeouts: the first upload after the cut has had time to fail.
     wait = max(0.0, outage.start + 2 * period + 15.0 - timeline.now())
-    statuses = first_within(lambda: _failing(_backups(env).backup_sidecars()), "a failed snapshot reported",
-                            wait) or _backups(env).backup_sidecars()
+    statuses = first_within(lambda: _failing(_backups(etcd).backup_sidecars()), "a failed snapshot reported",
+                            wait) or _backups(etcd).backup_sidecars()
     failures = sum(int(s["failed_snapshots"]) for s in statuses.values() if isinstance(s, dict))
     seen = {m: (s if isinstance(s, str) else {k: s[k] for k in ("failed_snapshots", "failures", "last_error")})
             for m, s in statuses.items()}
@@ -138,10 +161,10 @@ def _failing(statuses: dict[str, dict[str, Any] | str]) -> dict[str, dict[str, A
 
 
 @then(parsers.parse("the backups hold every acknowledged write within {limit:g} s"))
-def _(env, probe: AvailabilityProbe, timeline: Timeline, limit: float) -> None:
+def _(etcd: EtcdCluster, probe: AvailabilityProbe, timeline: Timeline, limit: float) -> None:
     """The store's newest revision reaches the revision of the last write acknowledged so far."""
     acked = max((s.revision or 0 for s in probe.history.samples if s.kind == "write" and s.ok), default=0)
-    store = _backups(env).backup_store()
+    store = _backups(etcd).backup_store()
     began = timeline.now()
 
     def held() -> float | None:
@@ -158,27 +181,33 @@ TASK_KINDS = "|".join(tasks.TASK_TYPES)
 
 
 @given("the operator tasks run on its seed", target_fixture="task_endpoint")
-def _(env, seed) -> TaskEndpoint:
-    """The EtcdOperatorTask resource on the region's seed (started for it) and its executor."""
-    if not isinstance(env, OperatorTasks):
-        raise CapabilityMissing(f"the {env.provider} environment runs no operator tasks for its etcd")
-    return env.task_endpoint()
+def _(etcd: EtcdCluster, seed) -> TaskEndpoint:
+    """The EtcdOperatorTask resource on the seed (started for it) and an executor for the etcd under
+    test: the region's, or a shoot's etcd-main on the seed."""
+    if not isinstance(etcd, OperatorTasks):
+        raise CapabilityMissing(f"nothing runs operator tasks for the etcd under test ({etcd.provider})")
+    return etcd.task_endpoint()
 
 
 @when(parsers.re(rf"(?P<count>an?|\d+) (?P<kind>{TASK_KINDS})s?(?: for an? (?P<snapshot>full|delta) snapshot)? "
                  r"(?:is|are) created(?P<at_once> at once)?"), target_fixture="task")
-def _(env, task_endpoint: TaskEndpoint, timeline: Timeline, count: str, kind: str, snapshot: str | None,
+def _(etcd: EtcdCluster, task_endpoint: TaskEndpoint, timeline: Timeline, count: str, kind: str, snapshot: str | None,
       at_once: str | None) -> dict[str, Any]:
     """Created back to back (the last one is "the task"); what the store held just before is kept
     for the RPO."""
+    from concurrent.futures import ThreadPoolExecutor
+
     config = {"snapshotType": f"{snapshot}-snapshot"} if snapshot else None
-    held = _backups(env).backup_store().latest_revision()
-    names = []
-    for _ in range(1 if count in ("a", "an") else int(count)):
-        name = tasks.unique_name(kind)
-        tasks.create_task(task_endpoint.kube, tasks.task_manifest(name, task_endpoint.namespace, kind,
-                                                                  task_endpoint.etcd_name, config))
-        names.append(name)
+    held = _backups(etcd).backup_store().latest_revision()
+    names = [tasks.unique_name(kind) for _ in range(1 if count in ("a", "an") else int(count))]
+    manifests = [tasks.task_manifest(name, task_endpoint.namespace, kind, task_endpoint.etcd_name, config)
+                 for name in names]
+    if at_once:  # together, as two operators racing would
+        with ThreadPoolExecutor(len(manifests)) as pool:
+            list(pool.map(lambda m: tasks.create_task(task_endpoint.kube, m), manifests))
+    else:
+        for manifest in manifests:
+            tasks.create_task(task_endpoint.kube, manifest)
     timeline.mark("task", f"{kind} created", names=names)
     return {"name": names[-1], "names": names, "kind": kind, "created": timeline.now(), "store_revision": held}
 
@@ -222,10 +251,10 @@ def _(task_endpoint: TaskEndpoint, count: str, state: str, kind: str) -> None:
 
 @then(parsers.re(r"the backup store holds an? (?P<kind>full|delta) snapshot covering every write acknowledged before "
                  r"the task"))
-def _(env, probe: AvailabilityProbe, task: dict[str, Any], kind: str) -> None:
+def _(etcd: EtcdCluster, probe: AvailabilityProbe, task: dict[str, Any], kind: str) -> None:
     acked = max((s.revision or 0 for s in probe.history.samples if s.kind == "write" and s.ok and s.end < task["created"]),
                 default=0)
-    names = [n for n in _backups(env).backup_store().list() if n.kind == {"full": FULL, "delta": DELTA}[kind]]
+    names = [n for n in _backups(etcd).backup_store().list() if n.kind == {"full": FULL, "delta": DELTA}[kind]]
     judge.holds(acked > 0, "writes were acknowledged before the task", seen=acked)
     judge.holds(any(n.end >= acked for n in names), f"a {kind} snapshot in the store up to revision {acked} or later",
                 seen=[n.name for n in names])

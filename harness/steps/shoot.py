@@ -8,12 +8,12 @@ from typing import Any
 from pytest_bdd import given, parsers, then, when
 
 from harness import judge
-from harness.errors import ConfigError
+from harness.errors import CapabilityMissing, ConfigError
 from harness.kube import cluster
 from harness.probes import placement
 from harness.probes.pod_phases import PodPhaseSampler
 from harness.probes.shoot_api import NAMESPACE, ShootApiProbe, configmap_name, gone_on_read_back, read_back_errors
-from harness.providers.base import EtcdCluster, Environment, Seed, shoot_etcd
+from harness.providers.base import EtcdCluster, Environment, Seed, SeedBackupStore, shoot_etcd
 from harness.reference.components import ETCDS, component
 from harness.reference.render import ReferenceSpec
 from harness.steps.scenario import Outage, Shoot
@@ -31,9 +31,22 @@ def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment
     return _run_for_real(shoots, probes, timeline, seed, env, spec)
 
 
+@given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real, '
+                     'its etcd-main backed up with a delta snapshot every {delta:g} s'), target_fixture="shoot")
+def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
+      delta: float) -> Shoot:
+    """A backup sidecar in each etcd-main pod, run by the node agents beside the member, writing to
+    the bucket of the environment's cloud under the shoot's own prefix (seed 003)."""
+    if not isinstance(env, SeedBackupStore):
+        raise CapabilityMissing(f"the {env.provider} environment has no object store for the seed's backups")
+    spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
+                         storage_class=seed.storage_class, real=True, delta_snapshot_period_s=delta)
+    return _run_for_real(shoots, probes, timeline, seed, env, spec, env.seed_backup_store())
+
+
 def _run_for_real(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment,
-                  spec: ReferenceSpec) -> Shoot:
-    shoot = shoots.deploy(seed, spec)
+                  spec: ReferenceSpec, backup_store: Any = None) -> Shoot:
+    shoot = shoots.deploy(seed, spec, backup_store)
     # Pods per zone and phase on the timeline until the scenario ends (the report's pods panel).
     probes.add(PodPhaseSampler.of_seed(seed.kube, spec.namespace, timeline).start())
     # Taken while every member runs: a member keeps its address wherever its volume lets it go.

@@ -28,14 +28,14 @@ def seeded() -> Iterator[LocalEnvironment]:
 def test_an_orphaned_task_fails_and_a_finished_one_goes_after_its_ttl(seeded: LocalEnvironment) -> None:
     env = seeded
     ep = env.task_endpoint()
-    pid = env.refresh()["backups"]["executor"]["pid"]
+    pid = env.refresh()["task_executors"]["default/etcd"]["pid"]
     os.kill(pid, signal.SIGKILL)  # the executor dies; its record stays in the region's state
     wait_for(lambda: etcdproc.alive(pid), lambda alive: not alive, "the executor gone", 10.0)
     t.create_task(ep.kube, t.task_manifest("orphan", ep.namespace, t.ON_DEMAND_SNAP_COMPACTION, ep.etcd_name))
     t.patch_status(ep.kube, ep.namespace, "orphan", {"taskStatus": t.IN_PROGRESS, "initiatedAt": t.now()})
 
     again = env.task_endpoint()  # the record's process is dead: a new executor starts
-    assert env.refresh()["backups"]["executor"]["pid"] != pid
+    assert env.refresh()["task_executors"]["default/etcd"]["pid"] != pid
     done = t.summary(t.wait_finished(again.kube, again.namespace, "orphan", 10.0))
     assert done["state"] == t.FAILED
     assert done["lastErrors"][0]["code"] == "ERR_EXECUTOR_RESTARTED"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.backup.store import SnapshotName, chain, decode_delta, delta_name, encode_delta, full_name
+from harness.backup.store import SnapshotName, StoreSpec, chain, decode_delta, delta_name, encode_delta, full_name
 from harness.errors import EnvironmentStateError
 
 
@@ -65,3 +65,13 @@ def test_a_delta_is_checked_against_its_digest_and_name() -> None:
 def test_a_delta_starts_where_its_watch_began() -> None:
     with pytest.raises(ValueError, match="from revision 9"):
         encode_delta([{"revision": 8, "type": "PUT", "key": "YQ==", "value": ""}], 9)
+
+
+def test_the_store_round_trips_through_etcd_druids_backup_secret() -> None:
+    spec = StoreSpec("http://10.76.0.1:5000", "eu-west-1", "bucket", "ignored", "AKIA", "secret")
+    data = spec.secret_data()
+    assert data["bucketName"] == "bucket" and data["accessKeyID"] == "AKIA" and data["endpoint"] == spec.endpoint_url
+    assert StoreSpec.from_secret(data, "shoot--x/etcd-main") == StoreSpec(
+        "http://10.76.0.1:5000", "eu-west-1", "bucket", "shoot--x/etcd-main", "AKIA", "secret")
+    with pytest.raises(EnvironmentStateError, match="no accessKeyID, secretAccessKey"):
+        StoreSpec.from_secret({"bucketName": "b", "region": "r"}, "p")

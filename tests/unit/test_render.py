@@ -709,3 +709,28 @@ def test_table_without_reasons_has_no_pending_section() -> None:
 def test_table_of_a_generator_keeps_the_reasons() -> None:
     pods = [pod("etcd-main-1", "etcd-main", "Pending", False, node=None, reason=UNSCHEDULABLE)]
     assert placement.table(p for p in pods) == placement.table(pods)
+
+
+def test_a_backed_up_etcd_main_gets_etcd_druids_backup_restore_container_and_secret() -> None:
+    spec = ReferenceSpec("zone", ("a", "b", "c"), namespace="shoot--x", real=True, delta_snapshot_period_s=1,
+                         full_snapshot_period_s=60)
+    pods = {o["metadata"]["name"]: o["spec"]["template"]["spec"] for o in render(spec) if o["kind"] == "StatefulSet"}
+    backup = pods["etcd-main"]["containers"][1]
+    assert backup["name"] == "backup-restore" and backup["ports"] == [{"containerPort": 8080}]
+    assert backup["args"] == ["--store-prefix=shoot--x/etcd-main", "--full-period=60", "--delta-period=1"]
+    assert {m["name"] for m in backup["volumeMounts"]} == {"client-url-ca-etcd", "client-url-etcd-client-tls",
+                                                          "etcd-backup"}
+    assert {"name": "etcd-backup", "secret": {"secretName": "etcd-backup"}} in pods["etcd-main"]["volumes"]
+    assert len(pods["etcd-events"]["containers"]) == 1  # etcd-events keeps no backups, as in Gardener
+    unbacked = ReferenceSpec("zone", ("a", "b", "c"), real=True)
+    assert all(len(o["spec"]["template"]["spec"]["containers"]) == 1 for o in render(unbacked) if o["kind"] == "StatefulSet")
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"delta_snapshot_period_s": 1}, "running for real"),
+    ({"real": True, "delta_snapshot_period_s": 0}, "above 0 s and at most the full snapshot period"),
+    ({"real": True, "delta_snapshot_period_s": 120, "full_snapshot_period_s": 60}, r"at most the full snapshot period \(60 s\)"),
+])
+def test_backup_periods_that_cannot_work_are_refused(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        ReferenceSpec("zone", ("a", "b", "c"), **kwargs)

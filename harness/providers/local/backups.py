@@ -6,11 +6,15 @@ The sidecars write with a key pair of their own (an IAM user allowed the bucket 
 never the harness's. A member's sidecar starts with the member and dies with its volume
 (`LocalEnvironment.lose_member_data`): a killed etcd process leaves its sidecar running, as a
 crashed container leaves the other containers of its pod.
+
+The same bucket holds the backups of the seed's etcds (`ensure_store`, Gardener's BackupBucket):
+each shoot's etcd-main under a prefix of its own, written by the sidecars the node agents run in
+its members' pods (harness.kube.agent).
 """
 
 from __future__ import annotations
 
-import http.client
+import dataclasses
 import json
 import os
 import signal
@@ -48,14 +52,13 @@ def bucket_name(region: str) -> str:
     return f"ha-harness-{region.lower()}-etcd-backups"
 
 
-def start_backups(env: LocalEnvironment) -> StoreSpec:
-    """The bucket, the backup user and its key, then a sidecar beside each member; recorded in the state."""
-    from harness.etcd_builds import etcdutl_binary
+def ensure_store(env: LocalEnvironment) -> StoreSpec:
+    """The region's backup bucket in its cloud and the key pair of its backup user (an IAM user
+    allowed that bucket and nothing else), made on first use; the prefix is left to each cluster."""
     from harness.providers.local.cloud import ensure_cloud
 
-    if env.tls is not None:
-        raise ConfigError("[region] backups does not work with [etcd] tls yet: the backup sidecar speaks plain HTTP "
-                          "to its member")
+    if env.state.get("backup_store"):
+        return StoreSpec.from_dict(env.state["backup_store"])
     access = ensure_cloud(env)
     bucket = bucket_name(env.spec.name)
     s3 = access.client("s3")
@@ -67,8 +70,16 @@ def start_backups(env: LocalEnvironment) -> StoreSpec:
         iam.create_user(UserName=BACKUP_USER)
         iam.put_user_policy(UserName=BACKUP_USER, PolicyName="backup-bucket", PolicyDocument=json.dumps(policy))
         key = iam.create_access_key(UserName=BACKUP_USER)["AccessKey"]
-    spec = StoreSpec(access.endpoint_url, access.region, bucket, CLUSTER_PREFIX, key["AccessKeyId"],
-                     key["SecretAccessKey"])
+    spec = StoreSpec(access.endpoint_url, access.region, bucket, "", key["AccessKeyId"], key["SecretAccessKey"])
+    env.update(lambda st: st.update(backup_store=spec.to_dict()))
+    return spec
+
+
+def start_backups(env: LocalEnvironment) -> StoreSpec:
+    """The store, then a sidecar beside each member; recorded in the state."""
+    from harness.etcd_builds import etcdutl_binary
+
+    spec = dataclasses.replace(ensure_store(env), prefix=CLUSTER_PREFIX)
     workdir = env.config.state_dir / env.spec.name / "backup"
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "store.json").write_text(json.dumps(spec.public()))
@@ -111,6 +122,9 @@ def start_sidecar(env: LocalEnvironment, member: str) -> int:
             f"--member={m.client_url}", f"--store={workdir / 'store.json'}", f"--etcdutl={record['etcdutl']}",
             f"--workdir={workdir / m.name}", f"--listen={node.address}:{SIDECAR_PORT}",
             f"--full-period={env.spec.full_snapshot_period_s}", f"--delta-period={env.spec.delta_snapshot_period_s}"]
+    if env.tls is not None:  # [etcd] tls: the harness's client certificate, which the members accept
+        argv += [f"--cacert={env.tls.ca}", f"--cert={env.tls.cert}", f"--key={env.tls.key}",
+                 *([f"--server-name={env.tls.server_name}"] if env.tls.server_name else [])]
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     child_env |= {"AWS_ACCESS_KEY_ID": spec.access_key_id or "", "AWS_SECRET_ACCESS_KEY": spec.secret_access_key or ""}
     with open(log, "ab") as out:
@@ -146,24 +160,14 @@ def _status_or_error(env: LocalEnvironment, member: str) -> dict[str, Any] | str
 
 
 def sidecar_request(env: LocalEnvironment, member: str, method: str, path: str, timeout: float = 5.0) -> dict[str, Any]:
-    """A call to the member's sidecar from its node's namespace; EnvironmentStateError when it cannot
-    be made or is refused (the sidecar's own reason)."""
+    """A call to the member's sidecar from its node's namespace (harness.backup.sidecar.request)."""
+    from harness.backup import sidecar
+
     rec = (env.state.get("backups") or {}).get("sidecars", {}).get(member)
     if not rec:
         raise EnvironmentStateError(f"{member} has no backup sidecar")
-    host, port = rec["listen"].rsplit(":", 1)
-    conn = netns.NsHTTPConnection(host, int(port), timeout, env.names.node_ns(env.member(member).node))
-    try:
-        conn.request(method, path)
-        resp = conn.getresponse()
-        doc = json.loads(resp.read() or b"{}")
-    except (OSError, http.client.HTTPException, ValueError) as e:
-        raise EnvironmentStateError(f"{member}'s backup sidecar at {rec['listen']}: {type(e).__name__}: {e}") from None
-    finally:
-        conn.close()
-    if resp.status != 200:
-        raise EnvironmentStateError(f"{member}'s backup sidecar refused {method} {path}: {doc.get('error')}")
-    return dict(doc)
+    return sidecar.request(rec["listen"], method, path, timeout, env.names.node_ns(env.member(member).node),
+                           f"{member}'s backup sidecar")
 
 
 def sidecar_status(env: LocalEnvironment, member: str) -> dict[str, Any]:
@@ -185,13 +189,11 @@ def sidecars(env: LocalEnvironment) -> dict[str, dict[str, Any] | str]:
 
 def take_snapshot(env: LocalEnvironment, kind: str) -> dict[str, Any]:
     """An on-demand snapshot, asked of the leading sidecar (the others refuse: 409)."""
+    from harness.backup.sidecar import leading
+
     if kind not in ("full", "delta"):
         raise ConfigError(f"a snapshot is full or delta, got {kind!r}")
-    leading = [name for name, s in sidecars(env).items() if isinstance(s, dict) and s.get("leading")]
-    if not leading:
-        raise EnvironmentStateError("no backup sidecar leads (no member leads, or its sidecar is gone): "
-                                    "a snapshot needs a cluster with quorum")
-    return sidecar_request(env, leading[0], "POST", f"/snapshot/{kind}", 300.0)
+    return sidecar_request(env, leading(sidecars(env)), "POST", f"/snapshot/{kind}", 300.0)
 
 
 def restore_from_backups(env: LocalEnvironment, progress: Callable[[str], None] | None = None,
@@ -212,9 +214,14 @@ def restore_from_backups(env: LocalEnvironment, progress: Callable[[str], None] 
 
 # -- the backup-store-outage fault: the store unreachable from zones, dropped at the router --------
 def _store_address(env: LocalEnvironment) -> tuple[str, int]:
-    parts = urlsplit(store_spec(env).endpoint_url or "")
+    """The store of the region's backups and of its seed's etcds alike."""
+    recorded = env.state.get("backup_store")
+    if not recorded:
+        raise EnvironmentStateError(f"region {env.spec.name!r} has no backup store yet: it is made with the region's "
+                                    "backups (`harness up --backups`) or the first seed etcd backed up")
+    parts = urlsplit(recorded.get("endpoint_url") or "")
     if not parts.hostname or not parts.port:
-        raise EnvironmentStateError(f"the backup store's endpoint {store_spec(env).endpoint_url!r} has no address and port")
+        raise EnvironmentStateError(f"the backup store's endpoint {recorded.get('endpoint_url')!r} has no address and port")
     return parts.hostname, parts.port
 
 
@@ -262,16 +269,11 @@ def restore_backup_store(env: LocalEnvironment, data: dict[str, Any]) -> None:
 
 
 def compact_backups(env: LocalEnvironment) -> dict[str, Any]:
-    """The on-demand snapshot compaction: the store's chain into a new full snapshot, uploaded."""
-    from harness.backup.compaction import compact, upload_compacted
+    from harness.backup.compaction import compact_and_upload
 
     record = env.state["backups"]
-    bucket = store(env)
-    c = compact(bucket, Path(env.state["etcd"]["path"]), Path(record["etcdutl"]), Path(record["workdir"]) / "compaction")
-    name = upload_compacted(bucket, c)
-    c.snapshot.path.unlink(missing_ok=True)
-    return {"snapshot": name.name, "revision": c.revision, "full": c.chain.full.name, "deltas": len(c.chain.deltas),
-            "events": c.events, "seconds": round(c.seconds, 3)}
+    return compact_and_upload(store(env), Path(env.state["etcd"]["path"]), Path(record["etcdutl"]),
+                              Path(record["workdir"]) / "compaction")
 
 
 # -- the operator tasks' executor on the local seed ----------------------------------------------
@@ -279,10 +281,13 @@ TASK_NAMESPACE = "default"
 EXECUTOR = "etcd-task-executor"
 
 
-def task_endpoint(env: LocalEnvironment) -> TaskEndpoint:
-    """The EtcdOperatorTask CRD installed on the region's seed and the executor running (a seed
-    component: it stops with the seed)."""
+def task_endpoint(env: LocalEnvironment, shoot: tuple[str, str] | None = None) -> TaskEndpoint:
+    """The EtcdOperatorTask CRD installed on the region's seed and an executor running (a seed
+    component: it stops with the seed): for the region's etcd, or for `shoot` (namespace, etcd
+    name), one of a shoot's etcds on the seed. A shoot deployed anew (another namespace uid: new
+    certificates, new members) gets a new executor."""
     from harness.backup.tasks import install_crd
+    from harness.kube.processes import ProcessRecord, terminate
     from harness.locks import held
     from harness.providers.local.kubernetes import start_seed_component
 
@@ -290,21 +295,28 @@ def task_endpoint(env: LocalEnvironment) -> TaskEndpoint:
     if kube is None:
         raise ConfigError(f"region {env.spec.name!r} has no seed to hold operator tasks: bring it up with "
                           "`harness up --kubernetes --backups`")
-    store_spec(env)  # refuses a region without backups, saying how to get them
-    with held(env.config.state_dir, f"the task executor of region {env.spec.name}"):
-        record = (env.refresh().get("backups") or {}).get("executor")
+    if shoot is None:
+        store_spec(env)  # refuses a region without backups, saying how to get them
+    namespace, etcd_name = shoot or (TASK_NAMESPACE, CLUSTER_PREFIX)
+    key = f"{namespace}/{etcd_name}"
+    instance = _namespace_uid(kube, namespace) if shoot else ""
+    with held(env.config.state_dir, f"the task executor of {key} in region {env.spec.name}"):
+        record = (env.refresh().get("task_executors") or {}).get(key)
         if record and etcdproc.alive(record["pid"]):
-            return TaskEndpoint(kube, TASK_NAMESPACE, CLUSTER_PREFIX, f"http://{record['metrics']}/metrics")
+            if record.get("instance") == instance:
+                return TaskEndpoint(kube, namespace, etcd_name, f"http://{record['metrics']}/metrics")
+            terminate(ProcessRecord.from_dict(record["process"]), 5.0)
         install_crd(kube, env.config.timeouts.kube_request * 3)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             metrics = f"127.0.0.1:{s.getsockname()[1]}"
-        process = start_seed_component(env, EXECUTOR, [
+        process = start_seed_component(env, f"{EXECUTOR}-{namespace}-{etcd_name}" if shoot else EXECUTOR, [
             sys.executable, "-m", "harness.backup.executor", f"--state-dir={env.config.state_dir}",
-            f"--region={env.spec.name}", f"--kubeconfig={kube.kubeconfig}", f"--namespace={TASK_NAMESPACE}",
-            f"--etcd-name={CLUSTER_PREFIX}", f"--metrics={metrics}"])
+            f"--region={env.spec.name}", f"--kubeconfig={kube.kubeconfig}", f"--namespace={namespace}",
+            f"--etcd-name={etcd_name}", f"--metrics={metrics}", *(["--shoot"] if shoot else [])])
         pid = process.pid
-        env.update(lambda st: st["backups"].update(executor={"pid": pid, "metrics": metrics}))
+        env.update(lambda st: st.setdefault("task_executors", {}).update({key: {
+            "pid": pid, "metrics": metrics, "instance": instance, "process": process.to_dict()}}))
     url = f"http://{metrics}/metrics"
 
     def answers() -> str | None:
@@ -317,4 +329,13 @@ def task_endpoint(env: LocalEnvironment) -> TaskEndpoint:
             return None
 
     wait_for(answers, lambda a: a is not None, "the task executor's metrics", env.config.timeouts.region_up)
-    return TaskEndpoint(kube, TASK_NAMESPACE, CLUSTER_PREFIX, url)
+    return TaskEndpoint(kube, namespace, etcd_name, url)
+
+
+def _namespace_uid(kube: Any, namespace: str) -> str:
+    from kubernetes import client as k8s
+
+    from harness.kube import cluster
+
+    with cluster.api_errors(f"reading namespace {namespace}"):
+        return str(k8s.CoreV1Api(cluster.connect(kube)).read_namespace(namespace).metadata.uid)

@@ -105,13 +105,19 @@ def pod_pool(env: LocalEnvironment, node: str) -> list[str]:
     return [f"{prefix}.{first + i}" for i in range(POD_POOL_SIZE)]
 
 
+def volumes_root(env: LocalEnvironment) -> Path:
+    """Where the node agents keep the seed's PersistentVolumes (harness.kube.agent.volume_path)."""
+    return env.config.data_dir / env.spec.name / "volumes"
+
+
 def _start_node_agents(env: LocalEnvironment, cp: Any) -> None:
     """One agent per node, inside the node's namespace (a kubelet for the pods that run for real)."""
+    from harness.etcd_builds import etcdutl_path
     from harness.kube import ensure_binaries, sources_from_env
 
     bins = ensure_binaries(sources_from_env())
     subnets = ",".join(f"{z}={env.names.gateway(z).rsplit('.', 1)[0]}" for z in env.zones)
-    volumes = env.config.data_dir / env.spec.name / "volumes"
+    volumes = volumes_root(env)
     for node in env.nodes:
         pool = pod_pool(env, node.name)
         cp.start_component(f"agent-{node.name}", [
@@ -120,6 +126,8 @@ def _start_node_agents(env: LocalEnvironment, cp: Any) -> None:
             f"--workdir={cp.workdir / 'agents'}", f"--logs={cp.workdir / 'logs' / 'pods'}", f"--volumes={volumes}",
             f"--zone-subnets={subnets}", f"--pool={pool[0]}-{pool[-1].rsplit('.', 1)[1]}", f"--host-ip={node.address}",
             f"--etcd={bins.etcd}", f"--kube-apiserver={bins.kube_apiserver}",
+            # Built when a shoot is first deployed with backups (the backup sidecars' snapshots).
+            f"--etcdutl={etcdutl_path()}",
         ])
 
 

@@ -376,6 +376,11 @@ class LocalEnvironment(StateBacked, EtcdMembers):
 
         return store(self)
 
+    def seed_backup_store(self) -> Any:
+        from harness.providers.local.backups import ensure_store
+
+        return ensure_store(self)
+
     def backup_sidecars(self) -> dict[str, dict[str, Any] | str]:
         from harness.providers.local.backups import sidecars
 
@@ -512,6 +517,28 @@ class LocalEnvironment(StateBacked, EtcdMembers):
     def kube(self) -> KubeAccess | None:
         record = self.state.get("kubernetes")
         return KubeAccess(Path(record["kubeconfig"])) if record else None
+
+    # -- what backs the local seed's volumes: directories (volume-loss on NAMESPACE/POD) -------
+    def volume_backing_refused(self, volume: dict[str, Any]) -> str | None:
+        return None
+
+    def destroy_volume_backing(self, volume: dict[str, Any], run_id: str,
+                               record: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """The volume's directory deleted, as a cloud disk deleted with its PersistentVolume. A
+        process still running on it (the member of a pod the API no longer holds, which its node
+        agent would stop within its grace period) dies with its disk, at once."""
+        from harness.kube.agent import volume_path
+        from harness.providers.local.kubernetes import volumes_root
+
+        path = volume_path(volumes_root(self), volume["volume"], volume["volume_uid"])
+        users = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and str(path) in _cmdline(int(p.name))]
+        for pid in users:
+            etcdproc.signal_pid(pid, signal.SIGKILL)
+        for pid in users:
+            _reap(pid, 2.0)
+        size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+        shutil.rmtree(path, ignore_errors=True)
+        return {"backing": str(path), "removed_bytes": size, "killed": users}
 
     # -- the local cloud ----------------------------------------------------
     def aws(self) -> AwsAccess | None:

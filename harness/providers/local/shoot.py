@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
-from typing import Any
+import time
+from pathlib import Path
+from typing import Any, Callable
 
-from harness.errors import EnvironmentStateError, HarnessError
+from harness.errors import ConfigError, EnvironmentStateError, HarnessError
 from harness.kube import cluster, etcd_tls
 from harness.probes import placement
-from harness.providers.base import KubeAccess, Member, Seed
+from harness.providers.base import KubeAccess, Member, Seed, TaskEndpoint
 from harness.providers.local.region import EtcdMembers, LocalEnvironment
 from harness.wait import wait_for
 
@@ -118,3 +121,98 @@ class ShootEtcd(EtcdMembers):
         wait_for(lambda: self.status()[member], lambda s: not isinstance(s, str),
                  f"{member} restarted by its node agent", self.config.timeouts.member_ready)
         return self._pid(member)
+
+    # -- backups (seed 003): the sidecars the node agents run in etcd-main's pods --------------
+    def backup_store(self) -> Any:
+        from harness.backup.seed_store import store_of
+        from harness.backup.store import BackupStore
+
+        return BackupStore(store_of(cluster.connect(self.seed.kube), self.namespace, self.name))
+
+    def _sidecar(self, member: str, method: str, path: str, timeout: float) -> dict[str, Any]:
+        from harness.backup import sidecar
+        from harness.kube.agent import BACKUP_PORT
+
+        m = self.member(member)
+        host = m.client_url.split("://", 1)[1].rsplit(":", 1)[0]  # the pod's address, fixed in its zone
+        return sidecar.request(f"{host}:{BACKUP_PORT}", method, path, timeout, self.names.node_ns(m.node),
+                               f"{member}'s backup sidecar")
+
+    def backup_sidecars(self) -> dict[str, dict[str, Any] | str]:
+        out: dict[str, dict[str, Any] | str] = {}
+        for m in self.members:
+            try:
+                out[m.name] = self._sidecar(m.name, "GET", "/status", self.config.timeouts.status_request * 4)
+            except HarnessError as e:
+                out[m.name] = str(e)
+        return out
+
+    def take_snapshot(self, kind: str) -> dict[str, Any]:
+        from harness.backup.sidecar import leading
+
+        if kind not in ("full", "delta"):
+            raise ConfigError(f"a snapshot is full or delta, got {kind!r}")
+        return self._sidecar(leading(self.backup_sidecars()), "POST", f"/snapshot/{kind}", 300.0)
+
+    def _workdir(self) -> Path:
+        return self.config.state_dir / self.env.spec.name / "backup" / f"{self.namespace}_{self.name}"
+
+    def compact_backups(self) -> dict[str, Any]:
+        from harness.backup.compaction import compact_and_upload
+        from harness.etcd_builds import etcdutl_binary
+
+        return compact_and_upload(self.backup_store(), Path(self.env.state["etcd"]["path"]), etcdutl_binary(),
+                                  self._workdir() / "compaction")
+
+    def restore_from_backups(self, progress: Callable[[str], None] | None = None, deltas: bool = True) -> dict[str, Any]:
+        """What etcd-druid does for a permanent quorum loss, on the local seed: the store's chain
+        compacted into one snapshot, the StatefulSet scaled to 0, every member's volume emptied and
+        restored from the snapshot (a new cluster of the same members), the StatefulSet scaled back."""
+        from kubernetes import client as k8s
+
+        from harness.backup.compaction import compact
+        from harness.backup.snapshots import MemberSeed, restore
+        from harness.etcd_builds import etcdutl_binary
+        from harness.kube.agent import volume_path
+        from harness.providers.local.kubernetes import volumes_root
+
+        say = progress or (lambda _: None)
+        began = time.monotonic()
+        store = self.backup_store()
+        held = store.latest_revision()
+        etcdutl = etcdutl_binary()
+        c = compact(store, Path(self.env.state["etcd"]["path"]), etcdutl, self._workdir() / "restore", progress=progress,
+                    deltas=deltas)
+        api = cluster.connect(self.seed.kube)
+        apps, core = k8s.AppsV1Api(api), k8s.CoreV1Api(api)
+        where = f"{self.namespace}/{self.name}"
+        with cluster.api_errors(f"reading StatefulSet {where}"):
+            replicas = int(apps.read_namespaced_stateful_set(self.name, self.namespace).spec.replicas)
+        say(f"scaling {where} to 0")
+        self._scale(apps, 0)
+        wait_for(lambda: placement.of(placement.observe(api, self.namespace), self.name), lambda pods: not pods,
+                 f"every pod of {where} gone", self.config.timeouts.recovery)
+        seeds = []
+        for m in self.members:
+            with cluster.api_errors(f"reading the claim of {m.name}"):
+                claim = core.read_namespaced_persistent_volume_claim(f"{self.name}-{m.name}", self.namespace)
+                pv = core.read_persistent_volume(claim.spec.volume_name)
+            volume = volume_path(volumes_root(self.env), pv.metadata.name, pv.metadata.uid)
+            shutil.rmtree(volume / m.name, ignore_errors=True)
+            (volume / "rejoin.json").unlink(missing_ok=True)
+            seeds.append(MemberSeed(m.name, m.peer_url, volume / m.name))
+        took = restore(etcdutl, c.snapshot.path, seeds, f"{self.namespace}-{self.name}-restored-{int(time.time())}")
+        say(f"restored {len(seeds)} members at revision {c.revision}; scaling {where} to {replicas}")
+        self._scale(apps, replicas)
+        return {"revision": c.revision, "store_revision": held, "full": c.chain.full.name, "deltas": len(c.chain.deltas),
+                "events": c.events, "compaction_s": round(c.seconds, 3), "restore_s": round(took, 3),
+                "total_s": round(time.monotonic() - began, 3)}
+
+    def _scale(self, apps: Any, replicas: int) -> None:
+        with cluster.api_errors(f"scaling {self.namespace}/{self.name} to {replicas}"):
+            apps.patch_namespaced_stateful_set_scale(self.name, self.namespace, {"spec": {"replicas": replicas}})
+
+    def task_endpoint(self) -> TaskEndpoint:
+        from harness.providers.local.backups import task_endpoint
+
+        return task_endpoint(self.env, (self.namespace, self.name))
