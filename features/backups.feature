@@ -147,6 +147,7 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
     And all members end with equal HashKV
     And no acknowledged write is lost
 
+  @long
   Scenario: Two of etcd-main's three volumes lost on the seed: a QuorumLossRecoveryTask brings it back and the shoot API serves again
     The task's executor acts on the shoot's etcd-main: it compacts the store's chain, scales the
     StatefulSet to 0, restores every member's volume from the snapshot and scales it back. The
