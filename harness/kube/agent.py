@@ -59,6 +59,7 @@ BACKUP_CONTAINER = "backup-restore"
 BACKUP_IMAGE = "europe-docker.pkg.dev/gardener-project/releases/gardener/etcdbrctl:v0.36.0"
 BACKUP_PORT = 8080  # etcd-backup-restore's server port
 BACKUP_SECRET = BACKUP_VOLUME = "etcd-backup"
+REJOIN_MARKER = "rejoin.json"  # in a member's volume: the cluster it was added back to (Agent._rejoin)
 ETCD_METRICS_PORT = 2381  # etcd's metrics listener (etcd_command's metrics_url), not a declared port
 KINDS = ("etcd", "kube-apiserver", "relay")
 
@@ -289,7 +290,7 @@ class Agent:
         Kept in the volume: a restart before the member caught up joins again the same way."""
         from harness.etcd_gateway import EtcdClient, EtcdRequestError
 
-        marker = volume / "rejoin.json"
+        marker = volume / REJOIN_MARKER
         if marker.exists():
             return str(json.loads(marker.read_text())["initial_cluster"])
         ns, name = pod.metadata.namespace, pod.metadata.name

@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.backup.store import StoreSpec
 from harness.errors import CapabilityMissing, ConfigError
 from harness.kube import cluster, etcd_tls
-from harness.backup.store import StoreSpec
 from harness.kube.agent import BACKUP_SECRET, PKI_SECRET
 from harness.probes import placement
 from harness.probes.placement import PodPlacement
@@ -165,8 +165,9 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
         apply(api, exposed)
         address = seed.shoot_api or _published_address(api, spec.namespace, PUBLISH_WAIT_S)
         apply(api, shoot_pki(spec, seed, address))  # once: running kube-apiservers keep the CA they started with
-    if backup_store is not None and spec.delta_snapshot_period_s is not None:
-        apply(api, [backup_secret(spec, backup_store)])
+    if backup_store is not None and spec.delta_snapshot_period_s is not None and not _exists(api, spec.namespace,
+                                                                                              BACKUP_SECRET):
+        apply(api, [backup_secret(spec, backup_store)])  # once: a running etcd-main keeps its backups
     apply(api, objects[1:])
     observed = wait_for(
         lambda: (pods := placement.observe(api, spec.namespace), settled(spec, pods)),
@@ -179,9 +180,9 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
 
 
 def backup_secret(spec: ReferenceSpec, store: StoreSpec) -> dict[str, Any]:
-    """etcd-main's backup Secret. A control plane deployed anew starts with an empty prefix, as a
-    new shoot gets a BackupEntry of its own: a new cluster must not carry on from an old one's
-    revisions. etcdutl is built here, before the node agents' sidecars need it."""
+    """etcd-main's backup Secret, for a control plane deployed anew, which starts with an empty
+    prefix, as a new shoot gets a BackupEntry of its own: a new cluster must not carry on from an
+    old one's revisions. etcdutl is built here, before the node agents' sidecars need it."""
     import base64
     import dataclasses
 

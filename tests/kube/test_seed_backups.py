@@ -73,6 +73,10 @@ def test_the_leading_members_sidecar_writes_and_a_killed_one_is_restarted(runnin
     assert next(c for c in pod.status.container_statuses if c.name == "etcd").restart_count == 0
     later = client.put("/backed-up/key", "again")
     wait_for(lambda: etcd.backup_store().latest_revision(), lambda r: r >= later, f"the store at revision {later}", 10)
+    # Applied again to the running control plane: its backups stay (only a new one starts empty).
+    spec = ReferenceSpec("zone", env.zones, "gep20", NS, seed.storage_class, real=True, delta_snapshot_period_s=1)
+    deploy(seed, spec, 120, env.seed_backup_store())
+    assert etcd.backup_store().latest_revision() >= later
 
 
 def test_volume_loss_on_a_pod_deletes_its_claim_and_volume_and_the_member_joins_again(

@@ -173,7 +173,7 @@ class ShootEtcd(EtcdMembers):
         from harness.backup.compaction import compact
         from harness.backup.snapshots import MemberSeed, restore
         from harness.etcd_builds import etcdutl_binary
-        from harness.kube.agent import volume_path
+        from harness.kube.agent import REJOIN_MARKER, volume_path
         from harness.providers.local.kubernetes import volumes_root
 
         say = progress or (lambda _: None)
@@ -199,7 +199,7 @@ class ShootEtcd(EtcdMembers):
                 pv = core.read_persistent_volume(claim.spec.volume_name)
             volume = volume_path(volumes_root(self.env), pv.metadata.name, pv.metadata.uid)
             shutil.rmtree(volume / m.name, ignore_errors=True)
-            (volume / "rejoin.json").unlink(missing_ok=True)
+            (volume / REJOIN_MARKER).unlink(missing_ok=True)
             seeds.append(MemberSeed(m.name, m.peer_url, volume / m.name))
         took = restore(etcdutl, c.snapshot.path, seeds, f"{self.namespace}-{self.name}-restored-{int(time.time())}")
         say(f"restored {len(seeds)} members at revision {c.revision}; scaling {where} to {replicas}")
