@@ -358,6 +358,16 @@ class EtcdBackups(Protocol):
 
 
 @runtime_checkable
+class CloudRequestLog(Protocol):
+    """Environments whose cloud API says what was asked of it (as CloudTrail does): which actions,
+    signed with which key, when."""
+
+    def cloud_requests(self, since: float = 0.0) -> list[dict[str, Any]]:
+        """The requests answered at or after `since` (unix time), oldest first: {"t", "service",
+        "action", "key", "status"}."""
+
+
+@runtime_checkable
 class SeedBackupStore(Protocol):
     """Environments whose cloud holds the object store the seed's etcds back up to (Gardener's
     BackupBucket): a bucket, and the key pair of a user allowed that bucket and nothing else."""

@@ -131,6 +131,26 @@ def test_the_api_serves_on_the_uplink_for_the_harness_and_every_zone(
     ec2_client(access).describe_vpcs()
 
 
+def test_the_cloud_says_who_asked_it_what_and_when(cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    """Its request log, as CloudTrail: each AWS call answered, with its action, key and status."""
+    env, access = cloud
+    since = time.time()
+    ec2_client(access).describe_vpcs()
+    elb = ec2_client(access, service="elb")
+    elb.create_load_balancer(LoadBalancerName="logged", AvailabilityZones=["eu-west-1a"],
+                             Listeners=[{"Protocol": "TCP", "LoadBalancerPort": 80, "InstancePort": 30080}])
+    with pytest.raises(ClientError):
+        ec2_client(access, access.machine_credentials, "iam").list_users()  # refused: logged with its status
+    elb.delete_load_balancer(LoadBalancerName="logged")
+    reconciler = ("DescribeNetworkAcls", "DescribeInstances")  # its own polls, with the same key
+    seen = [(r["service"], r["action"], r["key"], r["status"]) for r in env.cloud_requests(since)
+            if r["action"] not in reconciler]
+    admin, machine = access.credentials.access_key_id, access.machine_credentials.access_key_id  # type: ignore[union-attr]
+    assert seen == [("ec2", "DescribeVpcs", admin, 200), ("elasticloadbalancing", "CreateLoadBalancer", admin, 200),
+                    ("iam", "ListUsers", machine, 403), ("elasticloadbalancing", "DeleteLoadBalancer", admin, 200)]
+    assert env.cloud_requests(time.time() + 60) == []
+
+
 def test_a_deny_all_acl_on_zone_a_cuts_it_off_until_the_original_is_back(
         cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
     env, access = cloud

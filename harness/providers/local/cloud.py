@@ -65,6 +65,30 @@ def log_dir(config: Config, region: str) -> Path:
     return config.state_dir / region / "logs"
 
 
+def request_log_path(wd: Path) -> Path:
+    """Every AWS request the cloud answered, one JSON line each (cloud_server.log_requests)."""
+    return wd / "requests.jsonl"
+
+
+def requests_since(env: LocalEnvironment, since: float = 0.0) -> list[dict[str, Any]]:
+    """The cloud's AWS requests answered at or after `since` (unix time), oldest first."""
+    record = env.state.get("cloud")
+    if not record:
+        raise EnvironmentStateError(f"region {env.spec.name!r} runs no local cloud (`harness up --cloud`)")
+    path = request_log_path(Path(record["workdir"]))
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line being written as we read
+        if entry["t"] >= since:
+            out.append(entry)
+    return out
+
+
 def status_path(config: Config, region: str) -> Path:
     """The reconciler's memory and what it last applied (cloud_reconcile.Status)."""
     return workdir(config, region) / "status.json"
@@ -148,7 +172,8 @@ def _start_moto(env: LocalEnvironment, wd: Path) -> str:
         port = _free_port(address)
         # moto's server behind a check that refuses Inactive access keys, as AWS does (cloud_server).
         popen, record = spawn("moto", [sys.executable, "-m", "harness.providers.local.cloud_server",
-                                       "-H", address, "-p", str(port)], log, child_env)
+                                       "-H", address, "-p", str(port), f"--request-log={request_log_path(wd)}"],
+                              log, child_env)
         _remember(env, "moto", record)
         endpoint = f"http://{address}:{port}"
         if _serving(endpoint, popen, env.config.timeouts.region_up):

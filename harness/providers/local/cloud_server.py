@@ -5,16 +5,24 @@ so `aws-revoke-credentials --method deactivate-keys` would change nothing there.
 key: EC2 with 401 AuthFailure, IAM and STS with 403 InvalidClientTokenId. A small WSGI middleware
 in front of moto's application does the same, from moto's own IAM state (this process's).
 
-    python -m harness.providers.local.cloud_server -H 127.0.0.1 -p PORT
+With `--request-log FILE` every AWS request is also written there as one JSON line when answered:
+{"t": unix time, "service", "action", "key": the access key id it was signed with, "status"}, what
+AWS CloudTrail would say of the calls (who changed a load balancer, how often).
+
+    python -m harness.providers.local.cloud_server -H 127.0.0.1 -p PORT [--request-log FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import os
 import re
 import signal
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any, Callable
@@ -58,6 +66,45 @@ def refuse_inactive_keys(app: WsgiApp, inactive: Callable[[str], bool]) -> WsgiA
     return middleware
 
 
+def action_of(environ: Environ, body: bytes) -> str:
+    """The API action a request asks for: the query protocols' Action (EC2, ELB, IAM, STS), the
+    JSON protocols' X-Amz-Target, else the REST method and path (S3)."""
+    for source in (body.decode(errors="replace"), environ.get("QUERY_STRING", "")):
+        action = parse_qs(source).get("Action")
+        if action:
+            return action[0]
+    target = environ.get("HTTP_X_AMZ_TARGET")
+    if target:
+        return target.rsplit(".", 1)[-1]
+    return f"{environ.get('REQUEST_METHOD', '')} {environ.get('PATH_INFO', '')}"
+
+
+def log_requests(app: WsgiApp, path: str) -> WsgiApp:
+    """`app`, writing each signed request it answers to `path` (JSON lines, appended)."""
+    lock = threading.Lock()
+
+    def middleware(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        signed = signer(environ)
+        if signed is None:  # moto's own API (/moto-api/), health checks: not AWS calls
+            return app(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)  # moto reads it again
+        seen: dict[str, str] = {}
+
+        def recording(status: str, headers: Any, *rest: Any) -> Any:
+            seen["status"] = status
+            return start_response(status, headers, *rest)
+
+        answer = app(environ, recording)
+        line = json.dumps({"t": round(time.time(), 6), "service": signed[1], "action": action_of(environ, body),
+                           "key": signed[0], "status": int(seen.get("status", "0").split()[0] or 0)})
+        with lock, open(path, "a") as out:
+            out.write(line + "\n")
+        return answer
+    return middleware
+
+
 def inactive_in_moto(key_id: str) -> bool:
     """Whether moto's IAM (of any account it holds) has `key_id` as a user's Inactive access key."""
     from moto.iam.models import iam_backends
@@ -75,6 +122,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m harness.providers.local.cloud_server", description=__doc__)
     p.add_argument("-H", "--host", default="127.0.0.1")
     p.add_argument("-p", "--port", type=int, required=True)
+    p.add_argument("--request-log", default=None, help="write every AWS request answered to this file (JSON lines)")
     args = p.parse_args(argv)
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import run_simple
@@ -84,8 +132,10 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     moto = DomainDispatcherApplication(create_backend_app)
     moto.debug = True  # type: ignore[attr-defined]
-    run_simple(args.host, args.port, refuse_inactive_keys(moto, inactive_in_moto), threaded=True,
-               request_handler=MotoRequestHandler)
+    app = refuse_inactive_keys(moto, inactive_in_moto)
+    if args.request_log:
+        app = log_requests(app, args.request_log)
+    run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
 
 
 if __name__ == "__main__":

@@ -541,6 +541,11 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         return {"backing": str(path), "removed_bytes": size, "killed": users}
 
     # -- the local cloud ----------------------------------------------------
+    def cloud_requests(self, since: float = 0.0) -> list[dict[str, Any]]:
+        from harness.providers.local.cloud import requests_since
+
+        return requests_since(self, since)
+
     def aws(self) -> AwsAccess | None:
         """The local cloud (moto) this region presents itself in, once `LocalRegion.cloud` started it."""
         if not (self.state.get("cloud") or {}).get("access"):
