@@ -18,10 +18,12 @@ $(STAMP): pyproject.toml
 
 # kube-apiserver, controller manager, scheduler, kwok and etcd at pinned versions: found
 # (KUBEBUILDER_ASSETS, cache) or built once from pinned Go modules into ~/.cache/ha-harness/kube;
-# and the Porcupine linearizability checker, built once from its pinned module.
+# the Porcupine linearizability checker and the AWS cloud controller manager, each built once from
+# its pinned module.
 kube-binaries: setup
 	$(VENV)/bin/python -m harness.kube
 	$(VENV)/bin/python -m harness.validate.linearizability
+	$(VENV)/bin/python -m harness.kube.cloud_controller
 
 # etcd at every release harness.bugs needs (the buggy ones, some with gofail failpoints), built
 # once from pinned Go modules into ~/.cache/ha-harness/etcd; `make bugs` builds them on demand too.

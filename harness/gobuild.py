@@ -10,7 +10,8 @@ under a per-version directory; this module holds what they do around `go build`:
   run holds the lock;
 - `go_build`: `go build` with a progress heartbeat, killed on interrupt, its log tail in the
   error when it fails;
-- `CachedProgram`: one of the harness's own programs, found in the cache or built there.
+- `CachedProgram`: one of the harness's own programs, or a pinned module's command, found in
+  the cache or built there.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ class CachedProgram:
     prebuild: str  # the command that builds it ahead of time
     min_go: tuple[int, int] = (1, 21)
     sources: tuple[str, ...] = ("go.mod", "go.sum", "main.go")
+    package: str = "."  # what is built: our main package, or a pinned module's command
 
     def pinned_version(self) -> str:
         m = re.search(re.escape(self.pin) + r"\s+(v\S+)", (self.module_dir / "go.mod").read_text())
@@ -194,7 +196,7 @@ class CachedProgram:
             started = time.monotonic()
             progress(f"building {self.binary} ({self.pin_label} {self.pinned_version()}) into {target.parent} "
                      "(first use only; some seconds, plus the module download)")
-            go_build(go, ["-trimpath", "-ldflags", "-s -w", "-o", str(staging / self.binary), "."], self.module_dir,
+            go_build(go, ["-trimpath", "-ldflags", "-s -w", "-o", str(staging / self.binary), self.package], self.module_dir,
                      staging / "build.log", self.binary, progress, heartbeat_s)
             if target.parent.exists():
                 shutil.rmtree(target.parent)

@@ -94,6 +94,7 @@ MARKERS = {
     "explore": "seeded random schedules of faults under load, judged by every validator (harness explore)",
     "quorum": "scenarios about etcd quorum loss and recovery",
     "recovery": "backups to the object store and the recovery from a permanent quorum loss (seed 003, DEP-05)",
+    "kep3458": "a Service's cloud load balancer kept by the real cloud controller manager through outages (seed 002)",
     "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
     "traffic": "cross-zone traffic between etcd members, measured at the router and from their metrics",
     "gep20": "GEP-20's outage experiment with the reference control plane running for real on the local seed",
@@ -334,6 +335,11 @@ STEP_STATE = {
                    'balancer from a client in zone "zone-b""',
     "machine_probe": 'a Given-step starting it, e.g. "Given a machine probe creates and deletes a machine in zone '
                      '"zone-a" every 1 s"',
+    "cloud_controller": 'a Given-step starting it, e.g. "Given the cloud controller manager keeps the load balancers '
+                        'of the seed\'s services"',
+    "lb": 'a Given-step making one, e.g. "Given a service "web" of type LoadBalancer"',
+    "exclusion": 'a When-step labelling a node, e.g. "When node "zone-a-1" is labelled for exclusion from external '
+                 'load balancers"',
 }
 
 

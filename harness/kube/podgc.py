@@ -24,8 +24,9 @@ same name and must never be deleted in its predecessor's stead.
 
 With --lb-address the same loop also does what a cloud's service controller does for the local
 seed's one load balancer (HAProxy in front of every node's pod addresses): it publishes that
-address in the status of every Service of type LoadBalancer, so that a client handed only the
-seed's kubeconfig finds the shoot API where it would on a cloud.
+address in the status of every Service of type LoadBalancer of the seed's class (SEED_LB_CLASS,
+the shoot API's), so that a client handed only the seed's kubeconfig finds the shoot API where it
+would on a cloud. Services without a class are the cloud controller manager's, when one runs.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ from harness.errors import HarnessError
 
 # Per API call: a dead API server must not hold the loop (or a SIGTERM) for long.
 REQUEST_TIMEOUT_S = 5.0
+
+# The seed's own load balancer implementation (its HAProxy), as a Service's spec.loadBalancerClass:
+# the cloud controller manager leaves such Services alone, the publisher takes only those.
+SEED_LB_CLASS = "ha-harness.io/seed-haproxy"
 
 
 def _aware(value: datetime) -> datetime:
@@ -91,7 +96,8 @@ class PodGC:
         self.deleted = 0
 
     def publish_load_balancer(self) -> list[str]:
-        """Set lb_address as the ingress of every LoadBalancer Service without one; returns them."""
+        """Set lb_address as the ingress of every LoadBalancer Service of the seed's class without
+        one; returns them."""
         from harness.kube.cluster import api_errors
 
         if self.lb_address is None:
@@ -100,7 +106,8 @@ class PodGC:
             services = self.core.list_service_for_all_namespaces(_request_timeout=REQUEST_TIMEOUT_S).items
         published = []
         for svc in services:
-            if svc.spec.type != "LoadBalancer" or (svc.status.load_balancer and svc.status.load_balancer.ingress):
+            if svc.spec.type != "LoadBalancer" or svc.spec.load_balancer_class != SEED_LB_CLASS or (
+                    svc.status.load_balancer and svc.status.load_balancer.ingress):
                 continue
             key = f"{svc.metadata.namespace}/{svc.metadata.name}"
             with api_errors(f"publishing the load balancer of {key}"):
@@ -193,7 +200,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--interval", type=_positive, default=1.0, help="seconds between passes (default 1)")
     parser.add_argument("--namespace", default=None, help="only this namespace (default: all)")
     parser.add_argument("--lb-address", default=None,
-                        help="publish this address as the load balancer of every Service of type LoadBalancer")
+                        help=f"publish this address as the load balancer of every Service of type LoadBalancer "
+                             f"and class {SEED_LB_CLASS}")
     args = parser.parse_args(argv)
     if args.interval <= 0:
         parser.error("--interval must be more than 0 seconds")

@@ -358,6 +358,18 @@ class EtcdBackups(Protocol):
 
 
 @runtime_checkable
+class CloudLoadBalancers(Protocol):
+    """Environments whose cloud makes the load balancers of their seed's Services, through a cloud
+    controller manager (KEP-3458's service controller)."""
+
+    def start_cloud_controller(self) -> dict[str, Any]:
+        """The controller running (started on first use)."""
+
+    def load_balancer_nodes(self, namespace: str, service: str) -> list[str] | None:
+        """The nodes the Service's load balancer holds, as the cloud API says; None while it has none."""
+
+
+@runtime_checkable
 class CloudRequestLog(Protocol):
     """Environments whose cloud API says what was asked of it (as CloudTrail does): which actions,
     signed with which key, when."""

@@ -24,6 +24,7 @@ from harness.kube import etcd_tls
 from harness.kube.agent import (BACKUP_CONTAINER, BACKUP_IMAGE, BACKUP_PORT, BACKUP_SECRET, BACKUP_VOLUME,
                                 ETCD_ZONES_ANNOTATION, IP_BASE_ANNOTATION)
 from harness.kube.controlplane import AGENT_LABEL
+from harness.kube.podgc import SEED_LB_CLASS
 from harness.reference import conventions as conv
 from harness.reference.components import COMPONENTS, CONTROLPLANE_ROLE, ETCDS, Component
 
@@ -219,7 +220,7 @@ def _services(spec: ReferenceSpec, c: Component) -> list[dict[str, Any]]:
         return [service(f"{c.name}-client", (2379,)), service(f"{c.name}-peer", (2380,), headless=True)]
     exposed = service(c.name, c.ports)
     if c.name == "kube-apiserver" and spec.real:  # the shoot API, for its clients, behind the seed's load balancer
-        exposed["spec"]["type"] = "LoadBalancer"
+        exposed["spec"] |= {"type": "LoadBalancer", "loadBalancerClass": SEED_LB_CLASS}
     return [exposed]
 
 

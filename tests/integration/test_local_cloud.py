@@ -151,6 +151,20 @@ def test_the_cloud_says_who_asked_it_what_and_when(cloud: tuple[LocalEnvironment
     assert env.cloud_requests(time.time() + 60) == []
 
 
+def test_a_new_classic_load_balancer_has_the_health_check_aws_gives_it(cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    """moto leaves it out; the AWS cloud controller manager dereferences it."""
+    _, access = cloud
+    elb = ec2_client(access, service="elb")
+    elb.create_load_balancer(LoadBalancerName="checked", AvailabilityZones=["eu-west-1a"],
+                             Listeners=[{"Protocol": "TCP", "LoadBalancerPort": 443, "InstancePort": 31443}])
+    try:
+        check = elb.describe_load_balancers(LoadBalancerNames=["checked"])["LoadBalancerDescriptions"][0]["HealthCheck"]
+        assert check == {"Target": "TCP:31443", "Interval": 30, "Timeout": 5, "UnhealthyThreshold": 2,
+                         "HealthyThreshold": 10}
+    finally:
+        elb.delete_load_balancer(LoadBalancerName="checked")
+
+
 def test_a_deny_all_acl_on_zone_a_cuts_it_off_until_the_original_is_back(
         cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
     env, access = cloud

@@ -5,6 +5,10 @@ so `aws-revoke-credentials --method deactivate-keys` would change nothing there.
 key: EC2 with 401 AuthFailure, IAM and STS with 403 InvalidClientTokenId. A small WSGI middleware
 in front of moto's application does the same, from moto's own IAM state (this process's).
 
+moto also creates a classic load balancer without a health check, where AWS gives it one (TCP to
+its first listener's instance port, every 30 s, 5 s timeout, 2 failures down, 10 passes up); the
+AWS cloud controller manager dereferences it. The same middleware gives it AWS's default.
+
 With `--request-log FILE` every AWS request is also written there as one JSON line when answered:
 {"t": unix time, "service", "action", "key": the access key id it was signed with, "status"}, what
 AWS CloudTrail would say of the calls (who changed a load balancer, how often).
@@ -79,6 +83,41 @@ def action_of(environ: Environ, body: bytes) -> str:
     return f"{environ.get('REQUEST_METHOD', '')} {environ.get('PATH_INFO', '')}"
 
 
+def _body(environ: Environ) -> bytes:
+    """The request's body, left readable again for the application behind."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    return body
+
+
+def default_health_checks(app: WsgiApp, backends: Callable[[], Iterable[Any]]) -> WsgiApp:
+    """`app`, giving a classic load balancer it just created AWS's default health check;
+    `backends`: moto's ELB backends (of every account and region)."""
+    from moto.elb.models import FakeHealthCheck
+
+    def middleware(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        signed = signer(environ)
+        if signed is None or signed[1] != "elasticloadbalancing":
+            return app(environ, start_response)
+        query = parse_qs(_body(environ).decode(errors="replace"))
+        answer = app(environ, start_response)
+        if query.get("Action") == ["CreateLoadBalancer"] and query.get("Version") == ["2012-06-01"]:
+            name, port = query["LoadBalancerName"][0], query.get("Listeners.member.1.InstancePort", ["80"])[0]
+            for backend in backends():
+                lb = backend.load_balancers.get(name)
+                if lb is not None and lb.health_check is None:
+                    lb.health_check = FakeHealthCheck("5", "10", "2", "30", f"TCP:{port}")
+        return answer
+    return middleware
+
+
+def moto_elb_backends() -> Iterable[Any]:
+    from moto.elb.models import elb_backends
+
+    return [backend for regions in list(elb_backends.values()) for backend in list(regions.values())]
+
+
 def log_requests(app: WsgiApp, path: str) -> WsgiApp:
     """`app`, writing each signed request it answers to `path` (JSON lines, appended)."""
     lock = threading.Lock()
@@ -87,9 +126,7 @@ def log_requests(app: WsgiApp, path: str) -> WsgiApp:
         signed = signer(environ)
         if signed is None:  # moto's own API (/moto-api/), health checks: not AWS calls
             return app(environ, start_response)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        environ["wsgi.input"] = io.BytesIO(body)  # moto reads it again
+        body = _body(environ)
         seen: dict[str, str] = {}
 
         def recording(status: str, headers: Any, *rest: Any) -> Any:
@@ -132,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     moto = DomainDispatcherApplication(create_backend_app)
     moto.debug = True  # type: ignore[attr-defined]
-    app = refuse_inactive_keys(moto, inactive_in_moto)
+    app = default_health_checks(refuse_inactive_keys(moto, inactive_in_moto), moto_elb_backends)
     if args.request_log:
         app = log_requests(app, args.request_log)
     run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)

@@ -191,12 +191,13 @@ def _control_plane(env: LocalEnvironment) -> Any:
     return ControlPlane.from_state(state) if state else None
 
 
-def start_seed_component(env: LocalEnvironment, name: str, argv: list[str]) -> Any:
+def start_seed_component(env: LocalEnvironment, name: str, argv: list[str],
+                         environment: dict[str, str] | None = None) -> Any:
     """One more process of the seed's (a controller): it stops with the seed. Returns its record."""
     cp = _control_plane(env)
     if cp is None:
         raise EnvironmentStateError(f"region {env.spec.name!r} runs no seed to start {name} on")
-    cp.start_component(name, argv)
+    cp.start_component(name, argv, environment)
     return cp.records[name]
 
 

@@ -1,0 +1,65 @@
+"""The node set of a Service's cloud load balancer over time, as the cloud API says it (KEP-3458),
+sampled in the background; each change is an "lb-nodes" event on the scenario's timeline. Observes
+only: a read that failed is a sample of its own (an error), never skipped, and the judge decides."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from harness.timeline import Timeline
+
+INTERVAL = 0.5  # s: the controller syncs a node change within a few seconds
+EVENT = "lb-nodes"
+
+
+@dataclass(frozen=True)
+class NodeSetSample:
+    t: float  # timeline time of the read's start
+    wall: float  # unix time of the same moment (the cloud's request log is in those)
+    nodes: tuple[str, ...] | None  # None: the Service has no load balancer
+    error: str | None = None  # the read failed: what it said
+
+
+class NodeSetProbe:
+    """Calls `read` (the nodes of the Service's load balancer, or None) every `interval` s."""
+
+    def __init__(self, read: Callable[[], list[str] | None], timeline: Timeline, service: str,
+                 interval: float = INTERVAL) -> None:
+        self.read, self.timeline, self.service, self.interval = read, timeline, service, interval
+        self.samples: list[NodeSetSample] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"lb-nodes-{service}", daemon=True)
+
+    def start(self) -> NodeSetProbe:
+        self.timeline.mark("probe", "start", target=EVENT, service=self.service, interval=self.interval)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def snapshot(self) -> list[NodeSetSample]:
+        with self._lock:
+            return list(self.samples)
+
+    def _loop(self) -> None:
+        last: tuple[str, ...] | None | str = "unread"
+        while not self._stop.is_set():
+            began, wall = self.timeline.now(), time.time()
+            try:
+                found = self.read()
+                sample = NodeSetSample(began, wall, tuple(found) if found is not None else None)
+            except Exception as e:  # a read that failed is an observation too
+                sample = NodeSetSample(began, wall, None, f"{type(e).__name__}: {e}")
+            with self._lock:
+                self.samples.append(sample)
+            seen = sample.error or sample.nodes
+            if seen != last:
+                self.timeline.mark(EVENT, self.service, nodes=list(sample.nodes or ()), error=sample.error)
+                last = seen
+            self._stop.wait(max(0.0, self.interval - (self.timeline.now() - began)))
