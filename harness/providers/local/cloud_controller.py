@@ -33,7 +33,8 @@ POLICY = {"Version": "2012-10-17", "Statement": [
 
 
 def start_cloud_controller(env: LocalEnvironment) -> dict[str, Any]:
-    """The controller running for the region's seed and cloud; its record {"pid", "key", "log"}."""
+    """The controller running for the region's seed and cloud; its record {"process", "key" (its
+    access key id: its calls in the cloud's request log), "log"}."""
     from harness.locks import held
     from harness.providers.local.cloud import ensure_cloud, workdir
     from harness.providers.local.kubernetes import start_seed_component
@@ -62,15 +63,14 @@ def start_cloud_controller(env: LocalEnvironment) -> dict[str, Any]:
             "PATH": "/usr/bin:/bin"})
         record = {"process": process.to_dict(), "key": key["id"], "log": process.log}
         env.update(lambda st: st.update(cloud_controller=record))
-    # Up once its informers list the Services: its log says so; a crash says why.
+    # Up once its service controller runs: its log says so; an exit says why at once.
     wait_for(lambda: _started(process), lambda s: s is not None, "the cloud controller manager to run its service "
-             "controller", env.config.timeouts.region_up)
+             "controller", env.config.timeouts.region_up,
+             give_up=lambda: None if process.alive() else f"it exited; its log ({process.log}):\n{log_tail(process.log)}")
     return record
 
 
 def _started(process: ProcessRecord) -> str | None:
-    if not process.alive():
-        raise EnvironmentStateError(f"the cloud controller manager exited; its log ({process.log}):\n{log_tail(process.log)}")
     text = log_tail(process.log, 200)
     return "started" if "Starting service controller" in text or "Started \"service\"" in text else None
 
