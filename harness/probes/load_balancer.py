@@ -13,6 +13,12 @@ from harness.timeline import Timeline
 
 INTERVAL = 0.5  # s: the controller syncs a node change within a few seconds
 EVENT = "lb-nodes"
+# The classic ELB API calls that change a load balancer (its node set, listeners, health check,
+# subnets, itself), as the cloud's request log names them; the rest only read.
+ELB_UPDATES = frozenset({"CreateLoadBalancer", "DeleteLoadBalancer", "RegisterInstancesWithLoadBalancer",
+                         "DeregisterInstancesFromLoadBalancer", "CreateLoadBalancerListeners",
+                         "DeleteLoadBalancerListeners", "ConfigureHealthCheck", "ApplySecurityGroupsToLoadBalancer",
+                         "AttachLoadBalancerToSubnets", "DetachLoadBalancerFromSubnets"})
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pytest_bdd import given, parsers, then, when
 from harness import judge
 from harness.errors import CapabilityMissing
 from harness.kube import cluster
-from harness.probes.load_balancer import NodeSetProbe, NodeSetSample
+from harness.probes.load_balancer import ELB_UPDATES, NodeSetProbe, NodeSetSample
 from harness.providers.base import CloudLoadBalancers, CloudRequestLog, Environment, Seed
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
@@ -21,11 +21,6 @@ from harness.wait import first_within, wait_for
 
 NAMESPACE = "kep3458"
 EXCLUDE_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
-# The ELB API calls that change a load balancer (its node set, listeners, health check, itself).
-UPDATES = frozenset({"CreateLoadBalancer", "DeleteLoadBalancer", "RegisterInstancesWithLoadBalancer",
-                     "DeregisterInstancesFromLoadBalancer", "CreateLoadBalancerListeners",
-                     "DeleteLoadBalancerListeners", "ConfigureHealthCheck", "ApplySecurityGroupsToLoadBalancer",
-                     "AttachLoadBalancerToSubnets", "DetachLoadBalancerFromSubnets"})
 
 
 def _cloud(env: Environment) -> Any:
@@ -105,7 +100,7 @@ def _(env: Environment, lb: dict[str, Any], outage: Outage, timeline: Timeline) 
     from the outage's effect until now."""
     since = time.time() - (timeline.now() - outage.start)
     calls = [f"{r['action']} at {r['t'] - since:.1f} s" for r in _cloud(env).cloud_requests(since)
-             if r["key"] == lb["key"] and r["action"] in UPDATES]
+             if r["key"] == lb["key"] and r["action"] in ELB_UPDATES]
     timeline.mark("figure", "load balancer update calls during the outage", value=len(calls), unit="calls")
     judge.none_of(calls, "load balancer update calls by the cloud controller manager during the outage")
 

@@ -13,6 +13,7 @@ from kubernetes import client as k8s
 from harness.config import load_config
 from harness.faults.runner import FaultRunner
 from harness.kube import cluster
+from harness.probes.load_balancer import ELB_UPDATES
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.timeline import Timeline
 from harness.wait import wait_for
@@ -20,9 +21,6 @@ from harness.wait import wait_for
 pytestmark = [pytest.mark.kube, pytest.mark.region]
 NS = "lb-test"
 EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
-# The ELB API calls that change a load balancer's node set or settings (not the reads).
-UPDATES = ("RegisterInstancesWithLoadBalancer", "DeregisterInstancesFromLoadBalancer", "CreateLoadBalancer",
-           "DeleteLoadBalancer", "ConfigureHealthCheck", "CreateLoadBalancerListeners")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +62,7 @@ def test_the_controller_keeps_every_node_even_a_notready_one_and_drops_an_exclud
                  lambda ready: ready is False, "zone-b-1 NotReady", 60)
         time.sleep(3)  # a few of the controller's syncs
         assert env.load_balancer_nodes(NS, "web") == every
-        updates = [r for r in env.cloud_requests(since) if r["key"] == record["key"] and r["action"] in UPDATES]
+        updates = [r for r in env.cloud_requests(since) if r["key"] == record["key"] and r["action"] in ELB_UPDATES]
         assert updates == []
     finally:
         runner.heal(stopped)
@@ -74,7 +72,7 @@ def test_the_controller_keeps_every_node_even_a_notready_one_and_drops_an_exclud
     core.patch_node("zone-a-1", {"metadata": {"labels": {EXCLUDE: "true"}}})
     assert wait_for(lambda: env.load_balancer_nodes(NS, "web"), lambda n: n == [x for x in every if x != "zone-a-1"],
                     "zone-a-1 out of the ELB", 30)
-    calls = [r["action"] for r in env.cloud_requests(since) if r["key"] == record["key"] and r["action"] in UPDATES]
+    calls = [r["action"] for r in env.cloud_requests(since) if r["key"] == record["key"] and r["action"] in ELB_UPDATES]
     assert calls == ["DeregisterInstancesFromLoadBalancer"]
     core.patch_node("zone-a-1", {"metadata": {"labels": {EXCLUDE: None}}})
     assert wait_for(lambda: env.load_balancer_nodes(NS, "web"), lambda n: n == every, "zone-a-1 back in the ELB", 30)
