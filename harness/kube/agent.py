@@ -60,6 +60,10 @@ BACKUP_IMAGE = "europe-docker.pkg.dev/gardener-project/releases/gardener/etcdbrc
 BACKUP_PORT = 8080  # etcd-backup-restore's server port
 BACKUP_SECRET = BACKUP_VOLUME = "etcd-backup"
 REJOIN_MARKER = "rejoin.json"  # in a member's volume: the cluster it was added back to (Agent._rejoin)
+# On an etcd StatefulSet: the id of the cluster its members formed (set once one is ready). Only a
+# member of that cluster adds a member on an empty volume back: the fixed addresses of a namespace
+# deployed anew may still answer for the old one's members for a few seconds.
+CLUSTER_ID_ANNOTATION = "ha-harness/etcd-cluster-id"
 ETCD_METRICS_PORT = 2381  # etcd's metrics listener (etcd_command's metrics_url), not a declared port
 KINDS = ("etcd", "kube-apiserver", "relay")
 
@@ -88,6 +92,7 @@ class Running:
     sidecar: dict[str, Any] | None = None  # etcd-main's backup sidecar process, when the pod has one
     sidecar_argv: list[str] = field(default_factory=list)
     sidecar_restarts: int = 0
+    cluster_recorded: bool = False  # its cluster's id is on its StatefulSet (CLUSTER_ID_ANNOTATION)
 
     @property
     def record(self) -> ProcessRecord:
@@ -294,17 +299,25 @@ class Agent:
         if marker.exists():
             return str(json.loads(marker.read_text())["initial_cluster"])
         ns, name = pod.metadata.namespace, pod.metadata.name
+        sts = self.apps.read_namespaced_stateful_set(name.rsplit("-", 1)[0], ns, _request_timeout=REQUEST_TIMEOUT)
+        cluster = (sts.metadata.annotations or {}).get(CLUSTER_ID_ANNOTATION)
+        if cluster is None:
+            return None  # its cluster never formed: a first start, as the initial cluster says
         client = None
         for url in (u.replace(":2380", ":2379") for u in peer_urls if u != peer_url):
             candidate = EtcdClient(url, None, 1.0, self._client_tls(pod))
             try:
-                members = candidate.members()
-                client = candidate
-                break
+                answer = candidate.call("/v3/cluster/member/list", {})
             except (EtcdRequestError, OSError):
                 candidate.close()
+                continue
+            if str(answer.get("header", {}).get("cluster_id")) != cluster:
+                candidate.close()  # a member of another cluster (an earlier deployment) on that address
+                continue
+            members, client = [{**m, "ID": int(m["ID"])} for m in answer.get("members") or []], candidate
+            break
         if client is None:
-            return None
+            raise NotYet(f"its volume is empty and no member of its cluster {cluster} answers to add it back")
         try:
             mine = next((m for m in members if peer_url in m.get("peerURLs", [])), None)
             if mine is not None and not mine.get("name"):
@@ -323,6 +336,27 @@ class Agent:
         marker.write_text(json.dumps({"initial_cluster": current, "added": added}))
         self.log(f"{ns}/{name} added back as member {added:x}; it joins {current}")
         return current
+
+    def _record_cluster(self, pod: Any, r: Running) -> None:
+        """Its cluster's id on its StatefulSet, from the ready member (a restore makes a new one)."""
+        from harness.etcd_gateway import EtcdClient, EtcdRequestError
+
+        scheme = "https" if r.argv and any(a.startswith("--listen-client-urls=https") for a in r.argv) else "http"
+        client = EtcdClient(f"{scheme}://{r.ip}:2379", None, 1.0, self._client_tls(pod))
+        try:
+            cluster = str(client.call("/v3/maintenance/status", {})["header"]["cluster_id"])
+            sts = r.name.rsplit("-", 1)[0]
+            held = self.apps.read_namespaced_stateful_set(sts, r.namespace, _request_timeout=REQUEST_TIMEOUT)
+            if (held.metadata.annotations or {}).get(CLUSTER_ID_ANNOTATION) != cluster:
+                self.apps.patch_namespaced_stateful_set(sts, r.namespace, {"metadata": {"annotations": {
+                    CLUSTER_ID_ANNOTATION: cluster}}}, _request_timeout=REQUEST_TIMEOUT)
+        except (EtcdRequestError, OSError, KeyError) as e:
+            self.log(f"{r.namespace}/{r.name}: its cluster's id not recorded yet: {e}")
+            return
+        finally:
+            client.close()
+        r.cluster_recorded = True
+        self._save()
 
     def _client_tls(self, pod: Any) -> Any:
         """The member's client certificate (etcd-druid's, for its sidecar), or None for plain HTTP."""
@@ -553,6 +587,8 @@ class Agent:
             self._save()
         r.ready = _healthy(r.kind, r.ip)
         r.was_ready = r.was_ready or r.ready
+        if r.kind == "etcd" and r.ready and not r.cluster_recorded:
+            self._record_cluster(pod, r)
         self._report(r, pod)
         if not r.forwarded:
             self._forward(pod, r)

@@ -146,3 +146,12 @@ def load_balancer_address(api: Any, namespace: str, service: str) -> str | None:
         status = k8s.CoreV1Api(api).read_namespaced_service(service, namespace).status
     ingress = (status.load_balancer.ingress or []) if status.load_balancer else []
     return str(ingress[0].ip or ingress[0].hostname) if ingress else None
+
+
+def terminating_namespaces(api: Any) -> list[str]:
+    """Namespaces being deleted: what runs in them may still be stopping."""
+    from kubernetes import client as k8s
+
+    with api_errors("listing namespaces"):
+        items = k8s.CoreV1Api(api).list_namespace().items
+    return sorted(n.metadata.name for n in items if n.status.phase == "Terminating")

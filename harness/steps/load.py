@@ -16,6 +16,7 @@ from harness.probes.traffic import TrafficProbe
 from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
 from harness.validate import traffic as tv
+from harness.wait import wait_for
 
 TARGETS = ("the leader", "a follower")
 CLIENTS = ("its zone", "another zone", "the other follower's zone")
@@ -48,6 +49,12 @@ def _(loads: Any, etcd: EtcdCluster, rate: float, size: float, target: str, wher
 
 @when(parsers.parse("cross-zone traffic is measured for {seconds:g} s"), target_fixture="traffic")
 def _(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: float) -> dict[str, Any]:
+    kube = env.kube()
+    if kube is not None:  # an earlier scenario's control plane, still stopping, would be counted too
+        from harness.kube import cluster
+
+        wait_for(lambda: cluster.terminating_namespaces(cluster.connect(kube)), lambda left: not left,
+                 "the namespaces being deleted on the seed to be gone", env.config.timeouts.deploy)
     probe = TrafficProbe(env, etcd)
     time.sleep(1.0)  # past the load's start-up
     with timeline.span("traffic", "measure", seconds=seconds) as event:
