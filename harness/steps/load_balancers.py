@@ -23,6 +23,17 @@ NAMESPACE = "kep3458"
 EXCLUDE_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
 
 
+SETTLED_S = 5.0
+
+
+def _quiet_for(env: Environment, key: str) -> float:
+    """Seconds since the controller's last call that changed a load balancer (in the last minute)."""
+    now = time.time()
+    last = max((r["t"] for r in _cloud(env).cloud_requests(now - 60) if r["key"] == key and r["action"] in ELB_UPDATES),
+               default=now - 60)
+    return now - last
+
+
 def _cloud(env: Environment) -> Any:
     if not isinstance(env, CloudLoadBalancers) or not isinstance(env, CloudRequestLog):
         raise CapabilityMissing(f"the {env.provider} environment runs no cloud controller manager for its seed")
@@ -55,6 +66,10 @@ def _(env: Environment, seed: Seed, cloud_controller: dict[str, Any], probes: An
     every = sorted(n.name for n in env.nodes)
     wait_for(lambda: _cloud(env).load_balancer_nodes(NAMESPACE, name), lambda nodes: nodes == every,
              f"the load balancer of {NAMESPACE}/{name} holding every node", env.config.timeouts.deploy)
+    # Settled: no call of the controller's changing a load balancer for a while (a controller
+    # started a moment ago syncs the nodes it has just seen change once more).
+    wait_for(lambda: _quiet_for(env, cloud_controller["key"]), lambda quiet: quiet >= SETTLED_S,
+             f"the cloud controller to make no load balancer update for {SETTLED_S:g} s", env.config.timeouts.deploy)
     probe = probes.add(NodeSetProbe(lambda: _cloud(env).load_balancer_nodes(NAMESPACE, name), timeline, name).start())
     return {"service": name, "probe": probe, "key": cloud_controller["key"]}
 

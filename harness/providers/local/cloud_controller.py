@@ -150,4 +150,5 @@ def load_balancer_nodes(env: LocalEnvironment, namespace: str, service: str) -> 
     with aws_call(f"describing the load balancer {name}"):
         registered = elb.describe_load_balancers(LoadBalancerNames=[name])["LoadBalancerDescriptions"][0]["Instances"]
     by_instance = {i: node for node, i in env.state["cloud"]["instances"].items()}
-    return sorted(by_instance.get(r["InstanceId"], r["InstanceId"]) for r in registered)
+    # A set, as on AWS: moto lists an instance registered twice twice.
+    return sorted({by_instance.get(r["InstanceId"], r["InstanceId"]) for r in registered})
