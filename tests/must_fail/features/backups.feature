@@ -59,6 +59,15 @@ Feature: False statements about backups and the recovery from them, judged on re
     When a QuorumLossRecoveryTask is created
     Then the task is completed within 10 s
 
+  Scenario: Two snapshot tasks created at once without quorum are said to be one run and one duplicate
+    Both are turned away: one as a duplicate, the other (or both) for the lost quorum; none runs.
+    Fails with: the states the 2 tasks created at once ended in
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    When the volumes of the etcd leader and one follower are lost
+    And 2 OnDemandSnapshotTasks for a full snapshot are created at once
+    Then one of them is completed within 30 s and the others are rejected, saying "duplicate of task"
+
   Scenario: A full snapshot task on a healthy cluster is said to be rejected
     Fails with: the state of task
     Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
