@@ -24,6 +24,7 @@ kube-binaries: setup
 	$(VENV)/bin/python -m harness.kube
 	$(VENV)/bin/python -m harness.validate.linearizability
 	$(VENV)/bin/python -m harness.kube.cloud_controller
+	$(VENV)/bin/python -m harness.kube.kube_proxy
 
 # etcd at every release harness.bugs needs (the buggy ones, some with gofail failpoints), built
 # once from pinned Go modules into ~/.cache/ha-harness/etcd; `make bugs` builds them on demand too.

@@ -13,14 +13,33 @@ Feature: A Service's cloud load balancer keeps its nodes through a zone outage (
   Scenario: A zone outage: the load balancer keeps the zone's NotReady nodes, and the controller changes nothing
     Given the cloud controller manager keeps the load balancers of the seed's services
     And a service "web" of type LoadBalancer
+    And 12 connections are held through the load balancer of service "web"
     When zone "zone-a" goes down
     Then within 20 s the nodes of zone "zone-a" are NotReady and tainted unreachable
+    And within 20 s the health checks of the load balancer of service "web" take the nodes of zone "zone-a" out of service
     When 10 s pass
     Then the load balancer of service "web" keeps all 6 nodes during the outage
     And the controller makes no load balancer update during the outage
+    And no established connection through zone "zone-b" is reset or stalls for more than 2 s
+    And no established connection through zone "zone-c" is reset or stalls for more than 2 s
+    And no connection through zone "zone-a" is closed by the load balancer during the outage
 
   Scenario: A node labelled for exclusion from external load balancers leaves the load balancer
     Given the cloud controller manager keeps the load balancers of the seed's services
     And a service "web" of type LoadBalancer
     When node "zone-a-1" is labelled for exclusion from external load balancers
     Then within 30 s node "zone-a-1" leaves the load balancer of service "web"
+
+  Scenario: Before KEP-3458 the same outage takes the zone's nodes out of the load balancer and cuts their connections
+    cloud-provider-aws v1.25.0, the last release before the KEP, takes a NotReady node out of every
+    load balancer: the churn the KEP ends, told apart from it on the same outage.
+
+    Given the cloud controller manager of cloud-provider-aws v1.25.0, from before KEP-3458, keeps the load balancers of the seed's services
+    And a service "web" of type LoadBalancer
+    And 12 connections are held through the load balancer of service "web"
+    When zone "zone-a" goes down
+    Then within 30 s the nodes of zone "zone-a" leave the load balancer of service "web"
+    And the controller makes 1 or more load balancer updates during the outage
+    And within 30 s every connection through zone "zone-a" is closed by the load balancer
+    And no established connection through zone "zone-b" is reset or stalls for more than 2 s
+    And no established connection through zone "zone-c" is reset or stalls for more than 2 s

@@ -4,7 +4,8 @@ One agent per node runs inside the node's network namespace (so it shares the no
 the network) and looks after the pods bound to its node that carry AGENT_LABEL: etcd members
 (with etcd-main's backup sidecar, BACKUP_CONTAINER, beside the member; a member whose volume was
 lost is added back to its cluster before it starts, as etcd-druid does) and kube-apiservers of
-the reference control plane, and the harness's vantage pods (relays). It
+the reference control plane, the harness's vantage pods (relays) and echo pods (the backends of
+a Service's load balancer, harness.kube.echo). It
 gives each pod an address of its own in the node's zone subnet, starts the process, reports
 phase, pod IP and readiness (from the process's own health endpoint), keeps a PortForward object
 so that the node's kubelet API (kwok's) port-forwards to the pod, restarts a process that dies
@@ -65,7 +66,8 @@ REJOIN_MARKER = "rejoin.json"  # in a member's volume: the cluster it was added 
 # deployed anew may still answer for the old one's members for a few seconds.
 CLUSTER_ID_ANNOTATION = "ha-harness/etcd-cluster-id"
 ETCD_METRICS_PORT = 2381  # etcd's metrics listener (etcd_command's metrics_url), not a declared port
-KINDS = ("etcd", "kube-apiserver", "relay")
+KINDS = ("etcd", "kube-apiserver", "relay", "echo")
+ECHO_PORT = 8080  # an echo pod's port when its container declares none
 
 
 def now() -> str:
@@ -188,11 +190,13 @@ class Agent:
         try:
             if kind not in KINDS:
                 raise StartError(f"{AGENT_LABEL}={kind!r} is not a kind the agent runs; accepted: {', '.join(KINDS)}")
-            binary = {"etcd": self.args.etcd, "kube-apiserver": self.args.kube_apiserver, "relay": sys.executable}[kind]
+            binary = {"etcd": self.args.etcd, "kube-apiserver": self.args.kube_apiserver, "relay": sys.executable,
+                      "echo": sys.executable}[kind]
             if not Path(binary).is_file():
                 raise StartError(f"the {kind} binary {binary} does not exist")
             ip = self._address(pod)
-            argv = {"etcd": self._etcd_argv, "kube-apiserver": self._apiserver_argv, "relay": self._relay_argv}[kind](pod, ip)
+            argv = {"etcd": self._etcd_argv, "kube-apiserver": self._apiserver_argv, "relay": self._relay_argv,
+                    "echo": self._echo_argv}[kind](pod, ip)
             backup = self._backup_argv(pod, ip) if kind == "etcd" else []
             self._claim(ip)
             record = self._spawn(pod, argv)
@@ -261,6 +265,11 @@ class Agent:
     def _relay_argv(self, pod: Any, ip: str) -> list[str]:
         """A vantage pod (harness.kube.vantage): the CONNECT relay on the pod's address."""
         return [sys.executable, "-m", "harness.kube.egress_proxy", f"--listen={ip}:{RELAY_PORT}"]
+
+    def _echo_argv(self, pod: Any, ip: str) -> list[str]:
+        """A load balancer's backend (harness.kube.echo) on the pod's address and declared port."""
+        return [sys.executable, "-m", "harness.kube.echo", f"--listen={ip}:{_echo_port(pod)}",
+                f"--name={pod.metadata.name}"]
 
     def _etcd_argv(self, pod: Any, ip: str) -> list[str]:
         ns, name = pod.metadata.namespace, pod.metadata.name
@@ -585,7 +594,7 @@ class Agent:
             except StartError as e:
                 self.log(f"{r.namespace}/{r.name}'s {BACKUP_CONTAINER} cannot start: {e}")
             self._save()
-        r.ready = _healthy(r.kind, r.ip)
+        r.ready = _healthy(r.kind, r.ip, _echo_port(pod) if r.kind == "echo" else RELAY_PORT)
         r.was_ready = r.was_ready or r.ready
         if r.kind == "etcd" and r.ready and not r.cluster_recorded:
             self._record_cluster(pod, r)
@@ -761,10 +770,16 @@ def _answers(ip: str, port: int = 2380) -> bool:
         return False
 
 
-def _healthy(kind: str, ip: str) -> bool:
-    if kind == "relay":
+def _echo_port(pod: Any) -> int:
+    return next((p.container_port for c in pod.spec.containers for p in (c.ports or [])), ECHO_PORT)
+
+
+def _healthy(kind: str, ip: str, port: int = RELAY_PORT) -> bool:
+    """The process's own health: etcd's /health, kube-apiserver's /readyz; a relay's or an echo's
+    port accepting connections."""
+    if kind in ("relay", "echo"):
         try:
-            socket.create_connection((ip, RELAY_PORT), timeout=0.5).close()
+            socket.create_connection((ip, port), timeout=0.5).close()
             return True
         except OSError:
             return False

@@ -342,10 +342,10 @@ class ControlPlane:
         self._start(name, argv, env)
 
     def restart_node(self, node: str) -> list[str]:
-        """Start the node's components (kwok, agent) again with their recorded commands if they
-        died with the node; returns the names restarted."""
+        """Start the node's components (kwok, agent, kube-proxy once started) again with their
+        recorded commands if they died with the node; returns the names restarted."""
         done = []
-        for name in (f"kwok-{node}", f"agent-{node}"):
+        for name in (f"kwok-{node}", f"agent-{node}", f"kube-proxy-{node}"):
             record = self.records.get(name)
             if record is None or self.stopped or record.alive():
                 continue

@@ -262,16 +262,19 @@ def _listening(pid: int, address: str, port: int) -> bool:
     return any(line.split()[1] == want and line.split()[3] == "0A" for line in table.splitlines()[1:])
 
 
-def start(spec: LoadBalancerSpec, haproxy: str = "haproxy") -> dict[str, Any]:
+def start(spec: LoadBalancerSpec, haproxy: str = "haproxy", config: str | None = None) -> dict[str, Any]:
     """Create the load balancer's namespace and veth, start haproxy in it and wait until it listens.
 
+    `config` replaces haproxy_config's (a load balancer of another shape, e.g. the local cloud's
+    ELBs); it must listen on spec.address:spec.port and open the stats socket at spec.socket_path.
     Returns a JSON-able record for stop() and backend_states(), also from another process.
     """
     binary = find_haproxy(haproxy)
     spec.workdir.mkdir(parents=True, exist_ok=True)
-    config = haproxy_config(
-        spec.address, spec.port, spec.backends, spec.backend_port, spec.check_interval_ms, spec.socket_path
-    )
+    if config is None:
+        config = haproxy_config(
+            spec.address, spec.port, spec.backends, spec.backend_port, spec.check_interval_ms, spec.socket_path
+        )
     spec.config_path.write_text(config)
     check_config(binary, spec.config_path)
     spec.socket_path.unlink(missing_ok=True)
@@ -321,8 +324,8 @@ def stop(record: dict[str, Any]) -> None:
         Path(sock).unlink(missing_ok=True)
 
 
-def stats(record: dict[str, Any], timeout: float = 2.0) -> list[dict[str, str]]:
-    """`show stat` from haproxy's stats socket, one dict per proxy/server row."""
+def command(record: dict[str, Any], line: str, timeout: float = 2.0) -> str:
+    """One command on haproxy's runtime API (its stats socket, level admin); its answer."""
     path = record.get("socket")
     if not path:
         raise ConfigError("the load balancer record has no stats socket")
@@ -331,12 +334,17 @@ def stats(record: dict[str, Any], timeout: float = 2.0) -> list[dict[str, str]]:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout)
             s.connect(path)
-            s.sendall(b"show stat\n")
+            s.sendall(line.encode() + b"\n")
             while chunk := s.recv(65536):
                 chunks.append(chunk)
     except OSError as e:
-        raise EnvironmentStateError(f"cannot read the load balancer's stats socket {path} (not running?): {e}") from None
-    text = b"".join(chunks).decode(errors="replace").lstrip("# ")
+        raise EnvironmentStateError(f"cannot use the load balancer's stats socket {path} (not running?): {e}") from None
+    return b"".join(chunks).decode(errors="replace")
+
+
+def stats(record: dict[str, Any], timeout: float = 2.0) -> list[dict[str, str]]:
+    """`show stat` from haproxy's stats socket, one dict per proxy/server row."""
+    text = command(record, "show stat", timeout).lstrip("# ")
     return list(csv.DictReader(io.StringIO(text)))
 
 

@@ -362,11 +362,21 @@ class CloudLoadBalancers(Protocol):
     """Environments whose cloud makes the load balancers of their seed's Services, through a cloud
     controller manager (KEP-3458's service controller)."""
 
-    def start_cloud_controller(self) -> dict[str, Any]:
-        """The controller running (started on first use)."""
+    def start_cloud_controller(self, version: str | None = None) -> dict[str, Any]:
+        """The controller of that release running (None: the current one), started on first use
+        or in place of one of another release; its record says its "version" and whether it keeps
+        NotReady nodes ("stable_node_set", KEP-3458)."""
 
     def load_balancer_nodes(self, namespace: str, service: str) -> list[str] | None:
         """The nodes the Service's load balancer holds, as the cloud API says; None while it has none."""
+
+    def load_balancer_endpoint(self, namespace: str, service: str) -> tuple[str, int, str | None] | None:
+        """Where a client on the internet reaches the Service's load balancer: (address, port, the
+        network namespace to connect from, None for here); None while it has none."""
+
+    def load_balancer_health(self, namespace: str, service: str) -> dict[str, str]:
+        """Each registered node's state in the load balancer's own health checks: InService or
+        OutOfService (DescribeInstanceHealth)."""
 
 
 @runtime_checkable

@@ -11,8 +11,9 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from harness import judge
-from harness.errors import CapabilityMissing
+from harness.errors import CapabilityMissing, ConfigError
 from harness.kube import cluster
+from harness.probes.connections import Connection, ConnectionProbe, node_of
 from harness.probes.load_balancer import ELB_UPDATES, NodeSetProbe, NodeSetSample
 from harness.providers.base import CloudLoadBalancers, CloudRequestLog, Environment, Seed
 from harness.steps.scenario import Outage
@@ -40,38 +41,69 @@ def _cloud(env: Environment) -> Any:
     return env
 
 
-@given("the cloud controller manager keeps the load balancers of the seed's services", target_fixture="cloud_controller")
-def _(env: Environment, seed: Seed, cloud: Any) -> dict[str, Any]:
-    """k8s.io/cloud-provider-aws's controller against the environment's cloud (started on first use)."""
-    return dict(_cloud(env).start_cloud_controller())
+@given(parsers.re(r"the cloud controller manager(?: of cloud-provider-aws (?P<version>v[\d.]+)(?P<before>, from before "
+                  r"KEP-3458,)?)? keeps the load balancers of the seed's services"), target_fixture="cloud_controller")
+def _(env: Environment, seed: Seed, cloud: Any, version: str | None, before: str | None) -> dict[str, Any]:
+    """k8s.io/cloud-provider-aws's controller against the environment's cloud (started on first use),
+    of the current release or the one named; one said to be from before the KEP must be."""
+    record = dict(_cloud(env).start_cloud_controller(version))
+    if before and record.get("stable_node_set", True):
+        raise ConfigError(f"cloud-provider-aws {record.get('version')} keeps NotReady nodes (KEP-3458): it is not from "
+                          "before the KEP")
+    return record
 
 
 @given(parsers.parse('a service "{name}" of type LoadBalancer'), target_fixture="lb")
 def _(env: Environment, seed: Seed, cloud_controller: dict[str, Any], probes: Any, timeline: Timeline,
       request: pytest.FixtureRequest, name: str) -> dict[str, Any]:
-    """Made in its own namespace, given its load balancer with every node, then its node set sampled
-    until the scenario ends. The namespace goes at teardown, and the controller deletes the ELB."""
+    """Made in its own namespace with an echo pod per zone behind it (harness.kube.echo_service);
+    given once its load balancer holds every node, the controller has settled and the load
+    balancer's own health checks have every node in service. Its node set is then sampled until
+    the scenario ends. The namespace goes at teardown, and the controller deletes the ELB."""
     from kubernetes import client as k8s
 
-    from harness.reference.deploy import await_namespace_gone
+    from harness.kube import echo_service
+    from harness.reference.deploy import apply, await_namespace_gone
 
     api = cluster.connect(seed.kube)
-    core = k8s.CoreV1Api(api)
+    core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
     await_namespace_gone(api, NAMESPACE, env.config.timeouts.deploy)  # an earlier scenario's, still going
-    with cluster.api_errors(f"creating the Service {NAMESPACE}/{name}"):
+    with cluster.api_errors(f"creating the namespace {NAMESPACE}"):
         core.create_namespace({"metadata": {"name": NAMESPACE}})
-        request.addfinalizer(lambda: core.delete_namespace(NAMESPACE))
-        core.create_namespaced_service(NAMESPACE, {"metadata": {"name": name}, "spec": {
-            "type": "LoadBalancer", "selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]}})
+    request.addfinalizer(lambda: core.delete_namespace(NAMESPACE))
+    apply(api, echo_service.manifests(NAMESPACE, name, len(env.zones)))
     every = sorted(n.name for n in env.nodes)
+    timeout = env.config.timeouts.deploy
     wait_for(lambda: _cloud(env).load_balancer_nodes(NAMESPACE, name), lambda nodes: nodes == every,
-             f"the load balancer of {NAMESPACE}/{name} holding every node", env.config.timeouts.deploy)
+             f"the load balancer of {NAMESPACE}/{name} holding every node", timeout)
     # Settled: no call of the controller's changing a load balancer for a while (a controller
     # started a moment ago syncs the nodes it has just seen change once more).
     wait_for(lambda: _quiet_for(env, cloud_controller["key"]), lambda quiet: quiet >= SETTLED_S,
-             f"the cloud controller to make no load balancer update for {SETTLED_S:g} s", env.config.timeouts.deploy)
+             f"the cloud controller to make no load balancer update for {SETTLED_S:g} s", timeout)
+    wait_for(lambda: apps.read_namespaced_deployment(name, NAMESPACE).status.ready_replicas or 0,
+             lambda ready: ready == len(env.zones), f"{len(env.zones)} echo pods of {NAMESPACE}/{name} ready", timeout)
+    wait_for(lambda: _cloud(env).load_balancer_health(NAMESPACE, name),
+             lambda health: sorted(n for n, state in health.items() if state == "InService") == every,
+             f"every node in service in the health checks of {NAMESPACE}/{name}'s load balancer", timeout)
     probe = probes.add(NodeSetProbe(lambda: _cloud(env).load_balancer_nodes(NAMESPACE, name), timeline, name).start())
     return {"service": name, "probe": probe, "key": cloud_controller["key"]}
+
+
+@given(parsers.parse('{count:d} connections are held through the load balancer of service "{name}"'),
+       target_fixture="connections")
+def _(env: Environment, seed: Seed, lb: dict[str, Any], probes: Any, timeline: Timeline, count: int,
+      name: str) -> dict[str, Any]:
+    """Opened from the internet (where the environment says its clients stand), each naming the pod
+    it reached; spoken on every 0.5 s until the scenario ends. The zone each went through is
+    taken now, while every pod it reached is still where it was."""
+    endpoint = _cloud(env).load_balancer_endpoint(NAMESPACE, name)
+    if endpoint is None:
+        raise CapabilityMissing(f"the load balancer of {NAMESPACE}/{name} has no address a client can reach")
+    probe = probes.add(ConnectionProbe(endpoint, count, timeline, name).start())
+    zones = _zones_of(env, seed, probe.snapshot())
+    timeline.mark("connection", f"{name}: the zones the connections went through",
+                  paths={c.index: [c.pod, c.peer, zones[c.index]] for c in probe.snapshot()})
+    return {"probe": probe, "zones": zones}
 
 
 @when(parsers.parse('node "{node}" is labelled for exclusion from external load balancers'), target_fixture="exclusion")
@@ -131,3 +163,113 @@ def _(lb: dict[str, Any], exclusion: dict[str, Any], timeline: Timeline, limit: 
     timeline.mark("figure", f"time from the exclusion label to {node} leaving the load balancer", value=took, unit="s")
     judge.at_most(took, limit, f"time until {node} left {name}'s load balancer",
                   seen=[s.nodes for s in lb["probe"].snapshot()[-1:]])
+
+
+def _zones_of(env: Environment, seed: Seed, connections: list[Connection]) -> dict[int, str | None]:
+    """Connection index -> the zone of the node it went through."""
+    from kubernetes import client as k8s
+
+    core = k8s.CoreV1Api(cluster.connect(seed.kube))
+    with cluster.api_errors(f"listing the pods of {NAMESPACE}"):
+        pods = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod(NAMESPACE).items}
+    zones = {n.name: n.zone for n in env.nodes}
+    nodes = {c.index: node_of(c, {n.name: n.address for n in env.nodes}, pods.get) for c in connections}
+    return {i: zones.get(node) if node else None for i, node in nodes.items()}
+
+
+def _connections_through(connections: dict[str, Any], outage: Outage, zone: str) -> list[Connection]:
+    held = [c for c in connections["probe"].snapshot() if c.opened <= outage.start]
+    mine = [c for c in held if connections["zones"].get(c.index) == zone]
+    judge.holds(bool(mine), f"connections through zone {zone} held when the outage began",
+                seen={c.index: [c.pod, c.peer, connections["zones"].get(c.index)] for c in held})
+    return mine
+
+
+@then(parsers.parse('no established connection through zone "{zone}" is reset or stalls for more than {limit:g} s'))
+def _(connections: dict[str, Any], outage: Outage, timeline: Timeline, zone: str, limit: float) -> None:
+    """Every connection opened before the outage through a node of `zone`: still open, and echoing
+    with no silence longer than `limit` from the outage's effect until now (the silence still
+    open at the end counts up to the end)."""
+    end = timeline.now()
+    mine = _connections_through(connections, outage, zone)
+    timeline.mark("figure", f"connections through {zone} during the outage", value=len(mine), unit="connections")
+    broken = [f"#{c.index} via {c.pod}: {c.how} at {c.ended:.1f} s" if c.ended is not None and c.ended <= end
+              else f"#{c.index} via {c.pod}: silent for {c.silences(outage.start, end):.1f} s"
+              for c in mine if (c.ended is not None and c.ended <= end) or c.silences(outage.start, end) > limit]
+    timeline.mark("figure", f"connections through {zone} reset or stalled during the outage", value=len(broken),
+                  unit="connections")
+    judge.none_of(broken, f"connections through zone {zone} reset, closed or silent for more than {limit:g} s")
+
+
+@then(parsers.parse('within {limit:g} s the health checks of the load balancer of service "{name}" take the nodes '
+                    'of zone "{zone}" out of service'))
+def _(env: Environment, outage: Outage, timeline: Timeline, limit: float, name: str, zone: str) -> None:
+    """The load balancer's own view (DescribeInstanceHealth): the zone's nodes OutOfService, every
+    other node InService, within `limit` of the outage's effect."""
+    theirs = sorted(n.name for n in env.nodes if n.zone == zone)
+
+    def out() -> float | None:
+        health = _cloud(env).load_balancer_health(NAMESPACE, name)
+        down = sorted(n for n, state in health.items() if state == "OutOfService")
+        return timeline.now() - outage.start if down == theirs else None
+
+    remaining = limit - (timeline.now() - outage.start)
+    took = first_within(out, f"the nodes of {zone} out of service in {name}'s load balancer", max(remaining, 0.5) + 0.5,
+                        interval=0.25)
+    timeline.mark("figure", f"time until the health checks took {zone}'s nodes out of service", value=took, unit="s")
+    judge.at_most(took, limit, f"time until exactly the nodes of {zone} were out of service in {name}'s load balancer",
+                  seen=_cloud(env).load_balancer_health(NAMESPACE, name))
+
+
+@then(parsers.parse('no connection through zone "{zone}" is closed by the load balancer during the outage'))
+def _(connections: dict[str, Any], outage: Outage, timeline: Timeline, zone: str) -> None:
+    """KEP-3458's point: a NotReady node stays in the set, so what goes through it is not cut (it
+    may go silent while its zone is away)."""
+    end = timeline.now()
+    ended = [f"#{c.index} via {c.pod}: {c.how} at {c.ended:.1f} s" for c in _connections_through(connections, outage, zone)
+             if c.ended is not None and c.ended <= end]
+    judge.none_of(ended, f"connections through zone {zone} ended during the outage")
+
+
+@then(parsers.parse('within {limit:g} s every connection through zone "{zone}" is closed by the load balancer'))
+def _(connections: dict[str, Any], outage: Outage, timeline: Timeline, limit: float, zone: str) -> None:
+    """The cut KEP-3458 describes: the node taken out of the set, its connections closed at once.
+    The time is the last of them, from the outage's effect."""
+    mine = _connections_through(connections, outage, zone)
+
+    def last() -> float | None:
+        now = [c for c in connections["probe"].snapshot() if c.index in {m.index for m in mine}]
+        return max(c.ended for c in now) - outage.start if all(c.ended is not None for c in now) else None  # type: ignore[type-var]
+
+    took = first_within(last, f"every connection through {zone} closed", max(0.5, limit - (timeline.now() - outage.start)) + 0.5)
+    timeline.mark("figure", f"time until every connection through {zone} was closed", value=took, unit="s")
+    judge.at_most(took, limit, f"time until every connection through zone {zone} was closed",
+                  seen=[(c.index, c.how, c.ended) for c in connections["probe"].snapshot() if c.index in
+                        {m.index for m in mine}])
+
+
+@then(parsers.parse('within {limit:g} s the nodes of zone "{zone}" leave the load balancer of service "{name}"'))
+def _(env: Environment, lb: dict[str, Any], outage: Outage, timeline: Timeline, limit: float, zone: str,
+      name: str) -> None:
+    """The churn before KEP-3458: the first read after the outage's effect that holds every node
+    but the zone's."""
+    rest = tuple(sorted(n.name for n in env.nodes if n.zone != zone))
+
+    def left() -> float | None:
+        gone = [s for s in lb["probe"].snapshot() if s.t >= outage.start and not s.error and s.nodes == rest]
+        return gone[0].t - outage.start if gone else None
+
+    took = first_within(left, f"the nodes of {zone} out of {name}'s load balancer",
+                        max(0.5, limit - (timeline.now() - outage.start)) + 0.5)
+    timeline.mark("figure", f"time until the nodes of {zone} left the load balancer", value=took, unit="s")
+    judge.at_most(took, limit, f"time until the nodes of {zone} left {name}'s load balancer",
+                  seen=[s.nodes for s in lb["probe"].snapshot()[-1:]])
+
+
+@then(parsers.parse("the controller makes {count:d} or more load balancer updates during the outage"))
+def _(env: Environment, lb: dict[str, Any], outage: Outage, timeline: Timeline, count: int) -> None:
+    since = time.time() - (timeline.now() - outage.start)
+    calls = [r["action"] for r in _cloud(env).cloud_requests(since) if r["key"] == lb["key"] and r["action"] in ELB_UPDATES]
+    timeline.mark("figure", "load balancer update calls during the outage", value=len(calls), unit="calls", calls=calls)
+    judge.holds(len(calls) >= count, f"{count} or more load balancer update calls by the cloud controller manager "
+                "during the outage", seen=calls)

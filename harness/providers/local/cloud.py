@@ -32,6 +32,7 @@ from harness.aws.errors import aws_call
 from harness.aws.tags import CHAOS_ALLOWED, TAG_CHAOS, tag_list
 from harness.config import Config
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitAbandoned, WaitTimeout
+from harness.kube import loadbalancer
 from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
 from harness.providers.local.cloud_acl import TABLE, remove_ruleset
 from harness.providers.local.uplink import ensure_uplink
@@ -294,6 +295,11 @@ def stop_cloud(config: Config, region: str, state: Mapping[str, Any] | None) -> 
         if record.alive():
             terminate(record, 3.0)
             removed.append(f"{name} process {record.pid}")
+    # The ELBs' HAProxies (harness.providers.local.cloud_elb), from the reconciler's status.
+    with contextlib.suppress(OSError, ValueError):
+        for name, elb in (json.loads(status_path(config, region).read_text()).get("elbs") or {}).items():
+            loadbalancer.stop(elb["record"])
+            removed.append(f"load balancer {name} ({elb['record'].get('netns')})")
     router = f"{region}-router"
     if router in netns.list_netns():
         tables = netns.ns_run(router, ["nft", "list", "tables"], check=False)

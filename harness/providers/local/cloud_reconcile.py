@@ -7,7 +7,8 @@ credentials, then
 - makes the router's `cloud_acl` table the translation of each zone subnet's current ACL
   (cloud_acl.acl_ruleset), replaced in one nft transaction, only when it changes;
 - kills the node of an instance that is stopping, stopped or terminated (the region's node-kill
-  effect), and brings it back when the instance runs again, if it was the reconciler that killed it.
+  effect), and brings it back when the instance runs again, if it was the reconciler that killed it;
+- runs an HAProxy for each classic ELB, its servers following the ELB's instances (cloud_elb).
 
 Its memory (the ruleset it applied, the nodes it killed) lives in the status file, so a restarted
 reconciler neither applies twice nor forgets a node it has to bring back. Errors (moto away, nft
@@ -34,7 +35,9 @@ from harness import netns
 from harness.aws.errors import aws_call
 from harness.aws.nacl import AclEntry
 from harness.config import Config, RegionSpec, Timeouts
-from harness.providers.local import effects
+from harness.kube import loadbalancer
+from harness.kube.processes import ProcessRecord
+from harness.providers.local import cloud_elb, effects
 from harness.providers.local.cloud import cloud_access, status_path
 from harness.providers.local.cloud_acl import TABLE, SubnetAcl, acl_ruleset, chain_rules
 from harness.providers.local.region import LocalEnvironment
@@ -55,6 +58,9 @@ class Status:
     acls: dict[str, dict[str, Any]] = field(default_factory=dict)  # zone -> acl_id, digest, applied_at
     killed: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> fail_node data, killed_at
     error: str | None = None  # the last pass's error, None once a pass succeeds again
+    # ELB name -> its HAProxy (cloud_elb): index, address, shape, record, registered nodes,
+    # started_at, changed_at (its instances last applied), restarts
+    elbs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Status:
@@ -85,6 +91,7 @@ class Reconciler:
         self.subnets: dict[str, str] = record["subnets"]
         self.instances: dict[str, str] = record["instances"]
         self.ec2 = access.client("ec2", attempts=1)
+        self.elb = access.client("elb", attempts=1)
         self.path = status_path(env.config, env.spec.name)
         self.status = Status.load(self.path)
         self.status.pid, self.status.ready_at = os.getpid(), None
@@ -107,6 +114,10 @@ class Reconciler:
                 Filters=[{"Name": "vpc-id", "Values": [self.vpc_id]}])
                 for r in page["Reservations"] for i in r["Instances"]]
         self.apply_instances({i["InstanceId"]: i["State"]["Name"] for i in found})
+        with aws_call("reading the load balancers"):
+            elbs = [d for page in self.elb.get_paginator("describe_load_balancers").paginate()
+                    for d in page["LoadBalancerDescriptions"]]
+        self.apply_load_balancers(elbs)
 
     def apply_acls(self, acls: Sequence[dict[str, Any]]) -> None:
         by_subnet = {a["SubnetId"]: acl for acl in acls for a in acl.get("Associations") or ()}
@@ -155,6 +166,60 @@ class Reconciler:
                 del self.status.killed[node]
                 self.save()
                 log.info("%s: instance %s runs again: node restored", node, instance_id)
+
+    def apply_load_balancers(self, descriptions: Sequence[dict[str, Any]]) -> None:
+        """Each classic ELB a real HAProxy (cloud_elb): started when it appears, restarted when its
+        listeners or health check change, its servers following its instances, stopped when it
+        is deleted."""
+        by_instance = {i: node for node, i in self.instances.items()}
+        servers = {node.name: node.address for node in self.env.nodes}
+        seen = set()
+        for d in descriptions:
+            name, shape = d["LoadBalancerName"], cloud_elb.ElbShape.of(d)
+            if not shape.listeners:
+                continue
+            seen.add(name)
+            elb = self.status.elbs.get(name)
+            restarts = 0
+            if elb is not None and (elb["shape"] != asdict(shape) or not ProcessRecord.from_dict(elb["record"]).alive()):
+                why = "its haproxy exited" if elb["shape"] == asdict(shape) else "its listeners or health check changed"
+                self._stop_elb(name, why)
+                restarts, elb = elb["restarts"] + 1, None
+            if elb is None:
+                elb = self._start_elb(name, shape, servers, restarts)
+            wanted = sorted({by_instance[i["InstanceId"]] for i in d.get("Instances") or ()
+                             if i["InstanceId"] in by_instance})
+            if wanted != elb["registered"]:
+                added = [n for n in wanted if n not in elb["registered"]]
+                removed = [n for n in elb["registered"] if n not in wanted]
+                cloud_elb.set_registered(elb["record"], shape, added, removed)
+                elb.update(registered=wanted, changed_at=time.time())
+                self.save()
+                log.info("load balancer %s: registered %s, deregistered %s", name, added or "-", removed or "-")
+        for name in [n for n in self.status.elbs if n not in seen]:
+            self._stop_elb(name, "it was deleted")
+
+    def _start_elb(self, name: str, shape: cloud_elb.ElbShape, servers: dict[str, str], restarts: int) -> dict[str, Any]:
+        from harness.providers.local.kubernetes import LB_BRIDGE, LB_SUBNET
+
+        taken = {e["index"] for e in self.status.elbs.values()}
+        index = min(i for i in range(len(taken) + 1) if i not in taken)
+        prefix = f"{self.env.spec.subnet_prefix}.{LB_SUBNET}"
+        address = f"{prefix}.{cloud_elb.FIRST_HOST + index}"
+        record = cloud_elb.start(
+            index, address, shape, servers, netns=f"{self.env.names.prefix}-elb{index}", router=self.env.names.router,
+            bridge=LB_BRIDGE, gateway=f"{prefix}.1", workdir=self.path.parent / "elb" / str(index))
+        elb = {"index": index, "address": address, "shape": asdict(shape), "record": record, "registered": [],
+               "started_at": time.time(), "changed_at": None, "restarts": restarts}
+        self.status.elbs[name] = elb
+        self.save()
+        log.info("load balancer %s: haproxy %d on %s, listeners %s", name, record["pid"], address, shape.listeners)
+        return elb
+
+    def _stop_elb(self, name: str, why: str) -> None:
+        loadbalancer.stop(self.status.elbs.pop(name)["record"])
+        self.save()
+        log.info("load balancer %s: haproxy stopped: %s", name, why)
 
     def _kill(self, node: str, why: str) -> None:
         self.env.refresh()

@@ -201,6 +201,12 @@ def start_seed_component(env: LocalEnvironment, name: str, argv: list[str],
     return cp.records[name]
 
 
+def seed_component_running(env: LocalEnvironment, name: str) -> bool:
+    cp = _control_plane(env)
+    record = cp.records.get(name) if cp is not None else None
+    return bool(record and record.alive())
+
+
 def restore_silenced(env: LocalEnvironment) -> list[str]:
     """Resume every zone whose kwoks were left frozen (a run that died mid-silence)."""
     cp = _control_plane(env)

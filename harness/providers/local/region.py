@@ -541,15 +541,25 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         return {"backing": str(path), "removed_bytes": size, "killed": users}
 
     # -- the local cloud ----------------------------------------------------
-    def start_cloud_controller(self) -> dict[str, Any]:
+    def start_cloud_controller(self, version: str | None = None) -> dict[str, Any]:
         from harness.providers.local.cloud_controller import start_cloud_controller
 
-        return start_cloud_controller(self)
+        return start_cloud_controller(self, version)
 
     def load_balancer_nodes(self, namespace: str, service: str) -> list[str] | None:
         from harness.providers.local.cloud_controller import load_balancer_nodes
 
         return load_balancer_nodes(self, namespace, service)
+
+    def load_balancer_endpoint(self, namespace: str, service: str) -> tuple[str, int, str | None] | None:
+        from harness.providers.local.cloud_controller import load_balancer_endpoint
+
+        return load_balancer_endpoint(self, namespace, service)
+
+    def load_balancer_health(self, namespace: str, service: str) -> dict[str, str]:
+        from harness.providers.local.cloud_controller import load_balancer_health
+
+        return load_balancer_health(self, namespace, service)
 
     def cloud_requests(self, since: float = 0.0) -> list[dict[str, Any]]:
         from harness.providers.local.cloud import requests_since
