@@ -37,6 +37,7 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "pod-delete": ("harness.faults.kube:PodDelete", {}),
     "node-cordon": ("harness.faults.kube:NodeCordon", {}),
     "node-drain": ("harness.faults.kube:NodeCordon", {"drain": True}),
+    "node-delete": ("harness.faults.kube:NodeDelete", {}),
     "aws-zone-outage": ("harness.faults.aws:AwsZoneOutage", {}),
     "aws-revoke-credentials": ("harness.faults.aws:AwsRevokeCredentials", {}),
     "aws-instance-stop": ("harness.faults.aws:AwsInstanceFailure", {"mode": "stop"}),

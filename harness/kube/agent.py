@@ -65,6 +65,10 @@ REJOIN_MARKER = "rejoin.json"  # in a member's volume: the cluster it was added 
 # member of that cluster adds a member on an empty volume back: the fixed addresses of a namespace
 # deployed anew may still answer for the old one's members for a few seconds.
 CLUSTER_ID_ANNOTATION = "ha-harness/etcd-cluster-id"
+# On the agent's Node: the namespaces whose pods it still runs processes for. A pod deleted at once
+# (grace 0) leaves the API before its process has stopped; a caller that must know the processes
+# are gone (an undeploy) waits for its namespace to leave this list.
+RUNNING_ANNOTATION = "ha-harness/agent-running-namespaces"
 ETCD_METRICS_PORT = 2381  # etcd's metrics listener (etcd_command's metrics_url), not a declared port
 KINDS = ("etcd", "kube-apiserver", "relay", "echo")
 ECHO_PORT = 8080  # an echo pod's port when its container declares none
@@ -130,6 +134,7 @@ class Agent:
         self.running: dict[str, Running] = self._load()
         self.waiting: dict[str, str] = {}  # uid -> why it is not started yet (reported once)
         self.announced = False  # AGENT_NODE_ANNOTATION set on our Node
+        self.running_announced: str | None = None  # RUNNING_ANNOTATION as last set on our Node
         self.stopping = False
 
     # -- state kept across agent restarts (a killed node comes back) --------------------------
@@ -152,6 +157,7 @@ class Agent:
             began = time.monotonic()
             try:
                 self.reconcile()
+                self._announce_running()
             except Exception as e:  # the API unreachable (a cut zone) is a normal state
                 self.log(f"reconcile: {type(e).__name__}: {str(e)[:300]}")
             time.sleep(max(0.0, self.args.interval - (time.monotonic() - began)))
@@ -183,6 +189,13 @@ class Agent:
                     self._start(pod)
             else:
                 self._check(pod, self.running[uid])
+
+    def _announce_running(self) -> None:
+        namespaces = ",".join(sorted({r.namespace for r in self.running.values()}))
+        if namespaces != self.running_announced:
+            self.core.patch_node(self.node, {"metadata": {"annotations": {RUNNING_ANNOTATION: namespaces or None}}},
+                                 _request_timeout=REQUEST_TIMEOUT)
+            self.running_announced = namespaces
 
     # -- starting -------------------------------------------------------------------------------
     def _start(self, pod: Any) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from harness.backup.store import StoreSpec
 from harness.errors import CapabilityMissing, ConfigError
 from harness.kube import cluster, etcd_tls
-from harness.kube.agent import BACKUP_SECRET, PKI_SECRET
+from harness.kube.agent import BACKUP_SECRET, PKI_SECRET, RUNNING_ANNOTATION
 from harness.probes import placement
 from harness.probes.placement import PodPlacement
 from harness.providers.base import Seed
@@ -213,7 +213,9 @@ def undeploy(seed: Seed, namespace: str, timeout: float, wait_namespace: bool = 
 
     Workloads, pods (at once) and claims are deleted before the namespace: the namespace
     controller alone takes many seconds over it. The volumes are gone on return; the
-    namespace too with `wait_namespace` (a later deploy into the same name waits for it).
+    namespace too with `wait_namespace` (a later deploy into the same name waits for it); on a
+    seed whose node agents run the pods for real, also every process of the namespace's pods
+    (a measurement right after must not count a control plane still stopping).
     """
     from kubernetes import client as k8s
 
@@ -242,6 +244,11 @@ def undeploy(seed: Seed, namespace: str, timeout: float, wait_namespace: bool = 
                     left.append(f"volume {pv.metadata.name}")
             if wait_namespace and namespace in [ns.metadata.name for ns in core.list_namespace().items]:
                 left.append(f"namespace {namespace}")
+            if seed.real_pods:  # pods deleted at once: their processes may still be stopping
+                # (a node that is not Ready cannot say so, and is cut off from its peers anyway)
+                left += [f"processes on node {n.metadata.name}" for n in core.list_node().items
+                         if namespace in ((n.metadata.annotations or {}).get(RUNNING_ANNOTATION) or "").split(",")
+                         and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])]
         return left
 
     wait_for(leftovers, lambda left: not left, f"the reference in {namespace} and its volumes to be gone", timeout, interval=0.25)

@@ -1,6 +1,7 @@
 """Steps of KEP-3458 (seed 002): a Service's cloud load balancer kept by the real cloud controller
 manager, its node set observed through the cloud API and the controller's calls through the cloud's
-request log, judged through a zone outage and a node's exclusion label."""
+request log, connections held through the load balancer, judged through a zone outage, a node's
+exclusion label and a node's deletion."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pytest_bdd import given, parsers, then, when
 
 from harness import judge
 from harness.errors import CapabilityMissing, ConfigError
+from harness.faults.runner import FaultRunner
 from harness.kube import cluster
 from harness.probes.connections import Connection, ConnectionProbe, node_of
 from harness.probes.load_balancer import ELB_UPDATES, NodeSetProbe, NodeSetSample
@@ -106,7 +108,7 @@ def _(env: Environment, seed: Seed, lb: dict[str, Any], probes: Any, timeline: T
     return {"probe": probe, "zones": zones}
 
 
-@when(parsers.parse('node "{node}" is labelled for exclusion from external load balancers'), target_fixture="exclusion")
+@when(parsers.parse('node "{node}" is labelled for exclusion from external load balancers'), target_fixture="node_change")
 def _(seed: Seed, timeline: Timeline, request: pytest.FixtureRequest, node: str) -> dict[str, Any]:
     """node.kubernetes.io/exclude-from-external-load-balancers, taken off again at teardown."""
     from kubernetes import client as k8s
@@ -117,7 +119,14 @@ def _(seed: Seed, timeline: Timeline, request: pytest.FixtureRequest, node: str)
     request.addfinalizer(lambda: core.patch_node(node, {"metadata": {"labels": {EXCLUDE_LABEL: None}}}))
     at = timeline.now()
     timeline.mark("label", f"{node} excluded from external load balancers")
-    return {"node": node, "at": at}
+    return {"node": node, "at": at, "what": "the exclusion label"}
+
+
+@when(parsers.parse('node "{node}" is deleted'), target_fixture="node_change")
+def _(faults: FaultRunner, node: str) -> dict[str, Any]:
+    """The node-delete fault: the node object gone (made again at heal), as after its machine was."""
+    applied = faults.inject("node-delete", node)
+    return {"node": node, "at": applied.effective_at, "what": "the deletion"}
 
 
 def _window(samples: list[NodeSetSample], start: float, end: float) -> list[NodeSetSample]:
@@ -153,14 +162,15 @@ def _(env: Environment, lb: dict[str, Any], outage: Outage, timeline: Timeline) 
 
 
 @then(parsers.parse('within {limit:g} s node "{node}" leaves the load balancer of service "{name}"'))
-def _(lb: dict[str, Any], exclusion: dict[str, Any], timeline: Timeline, limit: float, node: str, name: str) -> None:
+def _(lb: dict[str, Any], node_change: dict[str, Any], timeline: Timeline, limit: float, node: str, name: str) -> None:
+    """From the node's exclusion label, or its deletion in effect."""
     def left() -> float | None:
-        gone = [s for s in lb["probe"].snapshot() if s.t >= exclusion["at"] and s.nodes is not None
+        gone = [s for s in lb["probe"].snapshot() if s.t >= node_change["at"] and s.nodes is not None
                 and not s.error and node not in s.nodes]
-        return gone[0].t - exclusion["at"] if gone else None
+        return gone[0].t - node_change["at"] if gone else None
 
     took = first_within(left, f"{node} out of {name}'s load balancer", limit + 0.5)
-    timeline.mark("figure", f"time from the exclusion label to {node} leaving the load balancer", value=took, unit="s")
+    timeline.mark("figure", f"time from {node_change['what']} to {node} leaving the load balancer", value=took, unit="s")
     judge.at_most(took, limit, f"time until {node} left {name}'s load balancer",
                   seen=[s.nodes for s in lb["probe"].snapshot()[-1:]])
 

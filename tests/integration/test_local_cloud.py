@@ -142,7 +142,7 @@ def test_the_cloud_says_who_asked_it_what_and_when(cloud: tuple[LocalEnvironment
     with pytest.raises(ClientError):
         ec2_client(access, access.machine_credentials, "iam").list_users()  # refused: logged with its status
     elb.delete_load_balancer(LoadBalancerName="logged")
-    reconciler = ("DescribeNetworkAcls", "DescribeInstances")  # its own polls, with the same key
+    reconciler = ("DescribeNetworkAcls", "DescribeInstances", "DescribeLoadBalancers")  # its own polls, same key
     seen = [(r["service"], r["action"], r["key"], r["status"]) for r in env.cloud_requests(since)
             if r["action"] not in reconciler]
     admin, machine = access.credentials.access_key_id, access.machine_credentials.access_key_id  # type: ignore[union-attr]
