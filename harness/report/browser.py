@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -54,7 +55,7 @@ class Chromium:
                     [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                      "--hide-scrollbars", "--remote-debugging-port=0", f"--user-data-dir={self.profile}",
                      f"--window-size={width},{height}", "about:blank"], stdout=subprocess.DEVNULL, stderr=err,
-                    env={**os.environ, "TMPDIR": str(tmp)})
+                    env={**os.environ, "TMPDIR": str(tmp)}, start_new_session=True)
         except OSError as e:
             self._profile.cleanup()
             raise BrowserError(f"chromium ({binary}) did not start: {e}") from None
@@ -150,14 +151,35 @@ class Chromium:
         if self.ws is not None:
             self.ws.close()
             self.ws = None
-        if self.proc.poll() is None:
-            self.proc.terminate()
+        # The whole session: chromium's helpers (zygote, renderers, crashpad) outlive the browser
+        # process for a moment and would write into the profile after it was removed.
+        for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
             try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            if self.proc.poll() is None:
+                try:
+                    self.proc.wait(wait_s)
+                except subprocess.TimeoutExpired:
+                    continue
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline and _group_alive(self.proc.pid):
+                time.sleep(0.05)
+            if not _group_alive(self.proc.pid):
+                break
         self._profile.cleanup()
+        shutil.rmtree(self.profile, ignore_errors=True)  # what a late helper wrote during the cleanup
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def screenshot(index: Path, out: Path | None = None) -> Path:

@@ -181,8 +181,9 @@ class Reconciler:
             seen.add(name)
             elb = self.status.elbs.get(name)
             restarts = 0
-            if elb is not None and (elb["shape"] != asdict(shape) or not ProcessRecord.from_dict(elb["record"]).alive()):
-                why = "its haproxy exited" if elb["shape"] == asdict(shape) else "its listeners or health check changed"
+            kept = _plain(asdict(shape))  # as the status file holds it (lists, not tuples)
+            if elb is not None and (elb["shape"] != kept or not ProcessRecord.from_dict(elb["record"]).alive()):
+                why = "its haproxy exited" if elb["shape"] == kept else "its listeners or health check changed"
                 self._stop_elb(name, why)
                 restarts, elb = elb["restarts"] + 1, None
             if elb is None:
@@ -209,7 +210,7 @@ class Reconciler:
         record = cloud_elb.start(
             index, address, shape, servers, netns=f"{self.env.names.prefix}-elb{index}", router=self.env.names.router,
             bridge=LB_BRIDGE, gateway=f"{prefix}.1", workdir=self.path.parent / "elb" / str(index))
-        elb = {"index": index, "address": address, "shape": asdict(shape), "record": record, "registered": [],
+        elb = {"index": index, "address": address, "shape": _plain(asdict(shape)), "record": record, "registered": [],
                "started_at": time.time(), "changed_at": None, "restarts": restarts}
         self.status.elbs[name] = elb
         self.save()
@@ -252,6 +253,10 @@ class Reconciler:
             _reap_children()
             stop.wait(max(0.0, interval - (time.monotonic() - started)))
         log.info("stopped")
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value))
 
 
 def _reap_children() -> None:
