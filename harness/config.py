@@ -31,7 +31,7 @@ class Timeouts:
     status_request: float = 0.5
     command: float = 10.0
     deploy: float = 90.0  # reference control plane applied until every pod is placed or reported unschedulable
-    drain: float = 15.0  # node-drain: how long evictions blocked by a PodDisruptionBudget are retried
+    drain: float = 60.0  # node-drain: how long evictions blocked by a PodDisruptionBudget are retried (a rescheduled member must get ready first)
     kube_request: float = 10.0
     # Every fault heals itself after this long, even when the harness is gone (its watchdog).
     fault_max_duration: float = 900.0

@@ -3,14 +3,14 @@ and drain. They work wherever the environment has a cluster (local seed, existin
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 from harness.config import Timeouts
-from harness.errors import ConfigError
+from harness.errors import ConfigError, WaitTimeout
 from harness.faults.base import Injection
 from harness.kube import cluster
 from harness.providers.base import Environment
+from harness.wait import wait_for
 
 
 def _no_cluster(env: Environment) -> str | None:
@@ -80,18 +80,27 @@ class NodeCordon:
         cluster.set_cordon(api, target, True)
         if not self.drain:
             return {}
-        pending = [(p.metadata.namespace, p.metadata.name) for p in cluster.pods_on(api, target)
-                   if not any(o.kind == "DaemonSet" for o in (p.metadata.owner_references or []))]
         evicted: list[str] = []
-        deadline = time.monotonic() + env.config.timeouts.drain
-        while pending and time.monotonic() < deadline:
-            still = [(ns, name) for ns, name in pending if not cluster.evict(api, ns, name)]
-            evicted += [f"{ns}/{name}" for ns, name in pending if (ns, name) not in still]
-            pending = still
-            if pending:
-                time.sleep(0.5)
-        # What a PodDisruptionBudget kept is an observation, not a failure of the fault.
-        return {"evicted": evicted, "blocked_by_pdb": [f"{ns}/{name}" for ns, name in pending]}
+        blocked: list[str] = []
+
+        def evict_what_is_left() -> list[str]:
+            # Listed again on every pass: a pod bound just before the cordon took hold shows up
+            # only after the first list, and a drained node must end up empty all the same.
+            blocked[:] = []
+            for pod in cluster.pods_on(api, target):
+                owners = pod.metadata.owner_references or []
+                if pod.metadata.deletion_timestamp is not None or any(o.kind == "DaemonSet" for o in owners):
+                    continue
+                name = f"{pod.metadata.namespace}/{pod.metadata.name}"
+                (evicted if cluster.evict(api, pod.metadata.namespace, pod.metadata.name) else blocked).append(name)
+            return list(blocked)
+
+        try:
+            wait_for(evict_what_is_left, lambda left: not left, f"evictions from {target} that PodDisruptionBudgets refuse",
+                     env.config.timeouts.drain, interval=0.5)
+        except WaitTimeout:
+            pass  # what a PodDisruptionBudget kept is an observation, not a failure of the fault
+        return {"evicted": evicted, "blocked_by_pdb": blocked}
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         if env.kube() is not None:
