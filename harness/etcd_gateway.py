@@ -126,6 +126,20 @@ class EtcdClient:
         return {base64.b64decode(kv["key"]).decode(): (int(kv["mod_revision"]), base64.b64decode(kv.get("value", "")).decode())
                 for kv in payload.get("kvs") or []}
 
+    def put_all(self, items: dict[str, str]) -> int:
+        """The puts as one transaction (etcd's --max-txn-ops bounds how many: 128 by default);
+        returns the revision they were committed at."""
+        ops = [{"request_put": {"key": _b64(k), "value": _b64(v)}} for k, v in items.items()]
+        return int(self.call("/v3/kv/txn", {"success": ops}, timeout=max(self.timeout, 10.0))["header"]["revision"])
+
+    def range_read(self, prefix: str, serializable: bool = False, timeout: float = 60.0) -> tuple[int, int]:
+        """One range GET of every key under `prefix`, keys and values (GEP-20's `etcdctl get 1 17999`):
+        how many keys came back and the bytes of their values."""
+        payload = self.call("/v3/kv/range", {"key": _b64(prefix), "range_end": prefix_end(prefix),
+                                              "serializable": serializable}, timeout=timeout)
+        kvs = payload.get("kvs") or []
+        return len(kvs), sum(len(base64.b64decode(kv.get("value", ""))) for kv in kvs)
+
     def delete_prefix(self, prefix: str) -> int:
         """Delete every key under `prefix`; returns how many went."""
         payload = self.call("/v3/kv/deleterange", {"key": _b64(prefix), "range_end": prefix_end(prefix)},

@@ -98,6 +98,7 @@ MARKERS = {
     "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
     "traffic": "cross-zone traffic between etcd members, measured at the router and from their metrics",
     "gep20": "GEP-20's outage experiment with the reference control plane running for real on the local seed",
+    "gep20_findings": "GEP-20's further statements (its appendix, its findings and future enhancements), each with the GEP's figure stated",
     "aws": "AWS faults (network ACL swap, credential revocation, EC2 instances) through an AWS API: the local cloud or [aws]",
     "region": "needs the local region (root or user namespaces, etcd, nftables)",
     "kube": "needs the local Kubernetes control plane (pinned binaries, built on first use)",

@@ -49,6 +49,7 @@ class LoadSpec:
     users: int = 10
     processes: int = 1  # locust --processes; 1 runs in one process
     watch_hosts: tuple[str, ...] = ()  # one watcher records every event through each of these members
+    watch_netns: str | None = None  # the watchers' network namespace (a client zone); None: the writers'
     key_prefix: str = "/load/"
     shared_keys: int = 0  # mixed: keys every user shares (0: each user its own)
     # Distributed: locust workers this run starts, `processes` each, in these network namespaces
@@ -179,7 +180,7 @@ class LoadRun:
         n = len(self.spec.watch_hosts)
         return self._wrap([*_locust(), "-f", str(LOCUSTFILE), "--headless", "-u", str(n), "-r", str(n),
                            *self._common(), "--watch-host", ",".join(self.spec.watch_hosts),
-                           "--csv", str(self.workdir / "watch"), "WatchUser"])
+                           "--csv", str(self.workdir / "watch"), "WatchUser"], self.spec.watch_netns)
 
     def _spawn(self, argv: list[str], log_name: str) -> subprocess.Popen[bytes]:
         log = open(self.workdir / log_name, "ab")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from harness.errors import HarnessError
 from harness.etcd_gateway import Status
@@ -90,14 +90,17 @@ class TrafficProbe:
         wire = self.counters.zone_pair_bytes() if self.counters is not None else None
         return TrafficSample(time.monotonic(), wire, metric_scrapes(self.etcd, self._zone_of_id))
 
-    def measure(self, seconds: float) -> dict[str, Any]:
+    def measure(self, seconds: float, during: Callable[[], object] | None = None) -> dict[str, Any]:
         """KiB/s per zone pair and in total over the next `seconds`, from both sources, with what
         could not be counted (harness.validate.traffic.rates) and, under "not_available", a source
-        this environment does not have and why."""
+        this environment does not have and why. `during()` runs at the window's start, inside it;
+        the window is never shorter than `seconds`, and lasts as long as `during` if that is longer."""
         from harness.validate.traffic import rates  # it imports this module
 
         first = self.sample()
-        time.sleep(seconds)
+        if during is not None:
+            during()
+        time.sleep(max(0.0, seconds - (time.monotonic() - first.at)))
         figures = rates(first, self.sample())
         if self.wire_unavailable:
             figures["not_available"] = {"wire": self.wire_unavailable}

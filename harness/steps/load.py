@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from typing import Any, Callable
@@ -13,7 +14,7 @@ from harness.errors import CapabilityMissing, ConfigError, HarnessError
 from harness.etcd_gateway import EtcdRequestError
 from harness.load.runner import LoadSpec
 from harness.probes.traffic import TrafficProbe
-from harness.providers.base import EtcdCluster
+from harness.providers.base import EtcdCluster, zone_pair
 from harness.timeline import Timeline
 from harness.validate import traffic as tv
 from harness.wait import wait_for
@@ -22,7 +23,8 @@ TARGETS = ("the leader", "a follower")
 CLIENTS = ("its zone", "another zone", "the other follower's zone")
 
 
-def _member(etcd: EtcdCluster, target: str) -> Any:
+def target_member(etcd: EtcdCluster, target: str) -> Any:
+    """The member a step names (TARGETS), as the cluster stands now."""
     if target not in TARGETS:
         raise ConfigError(f"unknown load target {target!r}; accepted: {', '.join(TARGETS)}")
     leader = etcd.leader(etcd.wait_healthy())
@@ -31,24 +33,51 @@ def _member(etcd: EtcdCluster, target: str) -> Any:
     return next(m for m in etcd.members if m.name != leader)
 
 
-@given(parsers.parse("a load of {rate:g} PUT/s with {size:g} KiB values against {target} from a client in {where}"),
-       target_fixture="load")
-def _(loads: Any, etcd: EtcdCluster, rate: float, size: float, target: str, where: str) -> Any:
+def client_zone(etcd: EtcdCluster, member: Any, where: str) -> str:
+    """The zone of a client `where` (CLIENTS) as seen from `member`."""
     if where not in CLIENTS:
         raise ConfigError(f"unknown client placement {where!r}; accepted: {', '.join(CLIENTS)}")
-    member = _member(etcd, target)
     leader_zone = etcd.member(etcd.leader(etcd.wait_healthy())).zone  # type: ignore[arg-type]
     if where == "the other follower's zone" and member.zone == leader_zone:
         raise ConfigError("a client in the other follower's zone needs a follower as the target")
-    zone = {"its zone": member.zone,
+    return {"its zone": member.zone,
             "another zone": next(z for z in etcd.zones if z != member.zone),
             "the other follower's zone": next((z for z in etcd.zones if z not in (member.zone, leader_zone)), "")}[where]
-    return loads.start(LoadSpec("put", rate, (etcd.client_url(member.name, zone),), int(size * 1024), key_prefix=_prefix(),
-                                tls=etcd.tls), etcd.client_netns(zone))
 
 
-@when(parsers.parse("cross-zone traffic is measured for {seconds:g} s"), target_fixture="traffic")
-def _(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: float) -> dict[str, Any]:
+PUT_LOAD = (r"a load of (?P<rate>[\d.]+) PUT/s with (?P<size>[\d.]+) KiB values against (?P<target>.+?) from a client in "
+            r"(?P<where>.+?)(?:, watched (?P<watchers>\d+) times? through (?P<watched>the leader|a follower) from a client in "
+            r"(?P<watch_where>.+))?")
+
+
+@given(parsers.re(PUT_LOAD), target_fixture="load")
+@when(parsers.re(PUT_LOAD + " starts"), target_fixture="load")
+def _(loads: Any, etcd: EtcdCluster, rate: str, size: str, target: str, where: str, watchers: str | None,
+      watched: str | None, watch_where: str | None) -> Any:
+    """GEP-20's `benchmark put` rows; with watchers, as many watch streams of the load's keys through
+    one member (GEP-20: a follower serves its watchers without the leader)."""
+    member = target_member(etcd, target)
+    zone = client_zone(etcd, member, where)
+    spec = LoadSpec("put", float(rate), (etcd.client_url(member.name, zone),), int(float(size) * 1024), key_prefix=_prefix(),
+                    tls=etcd.tls)
+    if watchers is None or watched is None or watch_where is None:
+        return loads.start(spec, etcd.client_netns(zone))
+    serving = target_member(etcd, watched)
+    watch_zone = client_zone(etcd, serving, watch_where)
+    spec = dataclasses.replace(spec, watch_hosts=(etcd.client_url(serving.name, watch_zone),) * int(watchers),
+                               watch_netns=etcd.client_netns(watch_zone))
+    return loads.start(spec, etcd.client_netns(zone), fence_writer(etcd, zone))
+
+
+@when("the load stops")
+def _(loads: Any, load: Any) -> None:
+    load.stop(loads.fence_writer)
+
+
+def measure(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: float, label: str = "measure",
+            during: Callable[[], object] | None = None) -> dict[str, Any]:
+    """Cross-zone traffic over `seconds` (with `during()` run inside the window), on the timeline
+    as a "traffic" span named `label`, each pair's figure marked."""
     kube = env.kube()
     if kube is not None:  # an earlier scenario's control plane, still stopping, would be counted too
         from harness.kube import cluster
@@ -57,15 +86,21 @@ def _(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: float) -> dict[s
                  "the namespaces being deleted on the seed to be gone", env.config.timeouts.deploy)
     probe = TrafficProbe(env, etcd)
     time.sleep(1.0)  # past the load's start-up
-    with timeline.span("traffic", "measure", seconds=seconds) as event:
-        figures = probe.measure(seconds)
+    with timeline.span("traffic", label, seconds=seconds) as event:
+        figures = probe.measure(seconds, during)
         event.data.update(figures)
     # The wire's figures where the environment counts them; else the peer metrics', named so.
     source, suffix = ("metrics", " (peer metrics)") if "wire" in figures.get("not_available", {}) else ("wire", "")
+    named = "" if label == "measure" else f" {label}"
     for pair, kib in figures["pairs"].items():
-        timeline.mark("figure", f"cross-zone {pair}{suffix}", value=kib[f"{source}_kib_s"], unit="KiB/s")
-    timeline.mark("figure", f"cross-zone total{suffix}", value=figures["total_kib_s"][source], unit="KiB/s")
+        timeline.mark("figure", f"cross-zone {pair}{named}{suffix}", value=kib[f"{source}_kib_s"], unit="KiB/s")
+    timeline.mark("figure", f"cross-zone total{named}{suffix}", value=figures["total_kib_s"][source], unit="KiB/s")
     return figures
+
+
+@when(parsers.re(r'cross-zone traffic is measured for (?P<seconds>[\d.]+) s(?: as "(?P<label>[^"]+)")?'), target_fixture="traffic")
+def _(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: str, label: str | None) -> dict[str, Any]:
+    return measure(env, etcd, timeline, float(seconds), label or "measure")
 
 
 def _counted(traffic: dict[str, Any], source: str) -> None:
@@ -110,6 +145,34 @@ def _(traffic: dict[str, Any], etcd: EtcdCluster, limit: float) -> None:
     both = tv.between(traffic, zones[0], zones[1])
     judge.holds(both["wire_kib_s"] < limit, f"traffic between the followers' zones {zones} below {limit:g} KiB/s",
                 seen=both)
+
+
+@then(parsers.parse("traffic from each follower's zone to the other's stays below {limit:g} KiB/s"))
+def _(traffic: dict[str, Any], etcd: EtcdCluster, limit: float) -> None:
+    """GEP-20's "follower to follower max egress", one direction at a time."""
+    _counted(traffic, "wire")
+    leader = etcd.leader(etcd.status())
+    a, b = [m.zone for m in etcd.members if m.name != leader]
+    seen = {pair: traffic["pairs"][pair]["wire_kib_s"] for pair in (zone_pair(a, b), zone_pair(b, a))}
+    judge.holds(max(seen.values()) < limit, f"traffic from each follower's zone to the other's below {limit:g} KiB/s",
+                seen=seen)
+
+
+@then(parsers.parse('cross-zone traffic "{more}" exceeds "{less}" by {low:g} to {high:g} %'))
+def _(timeline: Timeline, more: str, less: str, low: float, high: float) -> None:
+    """Two measurements of one scenario (`... is measured for N s as "NAME"`), compared."""
+    totals = {}
+    for label in (more, less):
+        spans = timeline.find("traffic", label)
+        if not spans:
+            measured = sorted({e.name for e in timeline.find("traffic")})
+            raise ConfigError(f"no cross-zone traffic measured as {label!r}; measured: {', '.join(measured) or 'none'}")
+        _counted(spans[-1].data, "wire")
+        totals[label] = spans[-1].data["total_kib_s"]["wire"]
+    excess = 100 * (totals[more] - totals[less]) / totals[less] if totals[less] else float("inf")
+    timeline.mark("figure", f'cross-zone traffic "{more}" over "{less}"', value=round(excess, 1), unit="%")
+    judge.holds(low <= excess <= high, f'cross-zone traffic "{more}" exceeds "{less}" by {excess:.0f} % '
+                f"(between {low:g} and {high:g} %)", seen=totals)
 
 
 @then(parsers.parse("the peer metrics account for {low:g} to {high:g} % of the wire bytes"))
