@@ -72,7 +72,7 @@ def _(etcd, faults, node: str, how: str, seconds: float) -> Outage:
     return _apply(etcd, faults, NODE_MODES[how], [node], seconds)
 
 
-def _restore(faults: FaultRunner, timeline: Timeline, outage: Outage, targets: list[str] | None) -> Outage:
+def restore_faults(faults: FaultRunner, timeline: Timeline, outage: Outage, targets: list[str] | None) -> Outage:
     chosen = [f for f in outage.faults if targets is None or f.target in targets]
     if not chosen:
         raise ConfigError(f"{targets} were not taken down in this scenario; down: {outage.zones}")
@@ -265,7 +265,7 @@ def _(etcd: EtcdCluster, timeline: Timeline, outage: Outage) -> Outage:
 @when("the backup store is reachable again", target_fixture="outage")
 @when("the flapping stops", target_fixture="outage")
 def _(faults, timeline, outage: Outage) -> Outage:
-    return _restore(faults, timeline, outage, None)
+    return restore_faults(faults, timeline, outage, None)
 
 
 @when(parsers.parse("the outage lasts {seconds:g} s"))
@@ -280,17 +280,17 @@ def _(seconds: float) -> None:
 
 @when("the target zone comes back", target_fixture="outage")
 def _(faults, timeline, outage: Outage) -> Outage:
-    return _restore(faults, timeline, outage, None)
+    return restore_faults(faults, timeline, outage, None)
 
 
 @when(parsers.parse('zone "{zone}" comes back'), target_fixture="outage")
 def _(faults, timeline, outage: Outage, zone: str) -> Outage:
-    return _restore(faults, timeline, outage, [zone])
+    return restore_faults(faults, timeline, outage, [zone])
 
 
 @when(parsers.parse('node "{node}" comes back'), target_fixture="outage")
 def _(faults, timeline, outage: Outage, node: str) -> Outage:
-    return _restore(faults, timeline, outage, [node])
+    return restore_faults(faults, timeline, outage, [node])
 
 
 @when(parsers.parse('node "{node}" fails'), target_fixture="outage")
@@ -413,7 +413,7 @@ def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, outage: Outage
 
 @when("its peer traffic comes back", target_fixture="outage")
 def _(faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
-    return _restore(faults, timeline, outage, None)
+    return restore_faults(faults, timeline, outage, None)
 
 
 @when(parsers.parse('node "{node}" is drained'))

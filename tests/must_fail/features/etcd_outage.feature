@@ -154,3 +154,28 @@ Feature: False statements about zone outages, judged on real runs
     Given write and read probes run every 10 ms from a client in zone "zone-a"
     When zone "zone-c" goes down for 1 s
     Then etcd raises its NOSPACE alarm
+
+  Scenario: A zone whose member the leader's log still covers is said to catch up from a snapshot
+    etcd's default snapshot count (100,000) keeps 8,000 entries in the leader's log.
+    Fails with: the member caught up from a snapshot: the leader sent it 0 snapshot(s)
+    Given a zone without the etcd leader is the target zone
+    And a load of 500 PUT/s with 1 KiB values against the leader from a client in its zone
+    When the target zone goes down until the others are 8000 revisions ahead
+    And the target zone comes back, its member's catch-up measured
+    Then its member catches up from a snapshot
+
+  Scenario: A zone away for 100 revisions is said to need 7 MiB from the leader
+    Fails with: MiB from the leader's zone
+    Given a zone without the etcd leader is the target zone
+    And a load of 500 PUT/s with 1 KiB values against the leader from a client in its zone
+    When the target zone goes down until the others are 100 revisions ahead
+    And the target zone comes back, its member's catch-up measured
+    Then its member catches up within 30 s, sent 7 MiB or more from the leader's zone
+
+  Scenario: A zone 8,000 revisions behind is said to catch up within a second
+    Fails with: catch-up of
+    Given a zone without the etcd leader is the target zone
+    And a load of 500 PUT/s with 1 KiB values against the leader from a client in its zone
+    When the target zone goes down until the others are 8000 revisions ahead
+    And the target zone comes back, its member's catch-up measured
+    Then its member catches up within 1 s, sent 7 MiB or more from the leader's zone

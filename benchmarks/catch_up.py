@@ -1,0 +1,81 @@
+"""A follower's zone away until the others are N revisions ahead, then back: the catch-up's bytes
+per zone pair, its time, from the log or from a snapshot, and the leader's CPU.
+
+    python benchmarks/catch_up.py [--gaps 2000,8000,20000] [--snapshot-counts 100000,1000] [--rate 500]
+
+For each snapshot count a region of its own (etcd 3.5 keeps that many entries plus 5,000 in the
+leader's log); for each gap the zone of a follower goes down under a load of RATE PUT/s of 1 KiB
+to the leader (from a client in its zone) until the others are GAP revisions ahead, and comes
+back; the catch-up is measured as features/rejoin.feature measures it (harness/probes/catch_up.py):
+from just before the return until the member has the revision the leader had at its return.
+GEP-20's appendix: a member 5.1 GB behind was sent ~120 MiB/s for ~40 s, and sent ~159 KiB/s back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+import time
+from pathlib import Path
+
+from harness.config import load_config
+from harness.faults.runner import FaultRunner
+from harness.load.runner import LoadRun, LoadSpec
+from harness.probes.catch_up import CatchUp
+from harness.providers.base import zone_pair
+from harness.providers.local.region import LocalEnvironment, LocalRegion
+from harness.timeline import Timeline
+from harness.wait import wait_for
+
+
+def one_run(env: LocalEnvironment, gap: int, rate: float, workdir: Path) -> str:
+    leader = env.member(env.leader(env.wait_healthy(max_lag=0)))  # type: ignore[arg-type]
+    member = next(m for m in env.members if m.name != leader.name)
+    spec = LoadSpec("put", rate, (env.client_url(leader.name),), 1024, key_prefix=f"/catch-up/{gap}/", users=20)
+    run = LoadRun(dataclasses.replace(spec, tls=env.tls), env.client_netns(leader.zone),
+                  Path(tempfile.mkdtemp(dir=workdir)), Timeline()).start()
+    runner = FaultRunner(env, Timeline())
+    try:
+        run.wait_started()
+        at = env.status()[member.name].revision  # type: ignore[union-attr]
+        runner.inject("zone-outage", member.zone)
+        began = time.monotonic()
+        wait_for(lambda: max(s.revision for n, s in env.status().items() if n != member.name and not isinstance(s, str)),
+                 lambda head: head >= at + gap, f"the others {gap} revisions ahead", 900, interval=0.2)
+        away = time.monotonic() - began
+        catch_up = CatchUp(env, env, member.name)
+        catch_up.begin()
+        figures = catch_up.end(lambda: runner.heal(wait=False), 600)
+    finally:
+        runner.heal(wait=False)
+        run.stop()
+    mib = figures["mib"]
+    to_it, back = mib[zone_pair(leader.zone, member.zone)], mib[zone_pair(member.zone, leader.zone)]
+    rest = sum(v for k, v in mib.items() if k not in (zone_pair(leader.zone, member.zone), zone_pair(member.zone, leader.zone)))
+    source = "a snapshot" if figures["snapshots_sent"] else "the log"
+    return (f"gap {gap:>6} (away {away:5.1f} s): from {source:<10} in {figures['seconds']:5.1f} s; leader -> it "
+            f"{to_it:7.1f} MiB, it -> leader {back:5.2f} MiB, other pairs {rest:5.1f} MiB; leader CPU "
+            f"{figures['leader_cpu_before']:.2f} -> {figures['leader_cpu_during']:.2f} s/s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gaps", default="2000,8000,20000", help="revisions the others get ahead, comma-separated")
+    ap.add_argument("--snapshot-counts", default="100000,1000", help="etcd --snapshot-count per region, comma-separated")
+    ap.add_argument("--rate", type=float, default=500.0, help="PUT/s of 1 KiB to the leader")
+    args = ap.parse_args()
+    for count in (int(x) for x in args.snapshot_counts.split(",")):
+        region = LocalRegion(load_config(overrides={"region.name": "cu", "etcd.snapshot_count": count}))
+        region.down()
+        env = region.up()
+        try:
+            workdir = Path(tempfile.mkdtemp(prefix="bench-catch-up-", dir=env.config.state_dir))
+            for gap in (int(x) for x in args.gaps.split(",")):
+                print(f"snapshot count {count}: {one_run(env, gap, args.rate, workdir)}", flush=True)
+        finally:
+            region.down()
+
+
+if __name__ == "__main__":
+    main()

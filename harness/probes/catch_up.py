@@ -1,0 +1,118 @@
+"""A member's catch-up after it was cut off (GEP-20's appendix: a member that rejoined 5.1 GB
+behind was sent about 120 MiB/s by the leader for about 40 s).
+
+Observed through the environment's protocols only: the bytes that crossed each pair of zones
+from just before the member's return until it reached the revision the leader had when it
+returned (harness/probes/traffic.py), how long that took, whether the leader sent it a snapshot
+(the leader's `etcd_network_snapshot_send_success{To=<member>}`), and the leader's CPU seconds
+per second (`process_cpu_seconds_total`) before the return and during the catch-up. A reading
+that fails raises: a catch-up measured without one of them is not measured.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from harness.errors import HarnessError
+from harness.etcd_gateway import Status
+from harness.probes.traffic import TrafficProbe, TrafficSample
+from harness.providers.base import EtcdCluster, Environment
+from harness.wait import wait_for
+
+BASELINE_S = 2.0  # the leader's CPU before the return is read over this long
+
+
+@dataclass(frozen=True)
+class LeaderReading:
+    at: float  # time.monotonic()
+    snapshots_sent: float  # to the member catching up
+    cpu_seconds: float
+
+
+def leader_reading(etcd: EtcdCluster, leader: str, member_id: str) -> LeaderReading:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = etcd.metrics(leader)
+    at = time.monotonic()
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            # The parser gives a counter's samples a "_total" suffix, also where etcd's lack one.
+            name = sample.name.removesuffix("_total")
+            if name == "etcd_network_snapshot_send_success" and sample.labels.get("To") == member_id:
+                values["sent"] = sample.value
+            elif name == "process_cpu_seconds":
+                values["cpu"] = sample.value
+    if "cpu" not in values:
+        raise HarnessError(f"{leader}'s metrics have no process_cpu_seconds_total")
+    return LeaderReading(at, values.get("sent", 0.0), values["cpu"])  # no series yet: none sent
+
+
+def _status(etcd: EtcdCluster, member: str) -> Status:
+    status = etcd.status()[member]
+    if isinstance(status, str):
+        raise HarnessError(f"{member} does not answer: {status}")
+    return status
+
+
+class CatchUp:
+    """Begun just before the member's zone returns (`begin`), ended once it has caught up (`end`)."""
+
+    def __init__(self, env: Environment, etcd: EtcdCluster, member: str) -> None:
+        self.etcd, self.member = etcd, member
+        self.traffic = TrafficProbe(env, etcd)
+        statuses = etcd.status()
+        leader = etcd.leader(statuses)
+        mine = statuses.get(member)
+        if leader is None or leader == member:
+            raise HarnessError(f"a catch-up of {member} needs another member leading; leader: {leader}")
+        self.leader = leader
+        self.member_id = format(mine.member_id, "x") if isinstance(mine, Status) else self._id_from_leader()
+        self.first: TrafficSample | None = None
+        self.baseline: tuple[LeaderReading, LeaderReading] | None = None
+
+    def _id_from_leader(self) -> str:
+        # A cut-off member cannot say its own id; the leader's member list names it.
+        client = self.etcd.client(self.leader)
+        try:
+            return next(format(m["ID"], "x") for m in client.members() if m["name"] == self.member)
+        finally:
+            client.close()
+
+    def begin(self) -> None:
+        first = leader_reading(self.etcd, self.leader, self.member_id)
+        time.sleep(BASELINE_S)
+        self.baseline = (first, leader_reading(self.etcd, self.leader, self.member_id))
+        self.first = self.traffic.sample()
+
+    def end(self, returned: Callable[[], object], timeout: float) -> dict[str, Any]:
+        """`returned()` brings the member's zone back; then until the member has the revision the
+        leader had right after. Figures: seconds, behind (revisions), MiB per zone pair, the
+        leader's snapshots sent to it, its CPU per second before and during."""
+        from harness.validate.traffic import rates
+
+        assert self.first is not None and self.baseline is not None, "begin() first"
+        behind_from = self._revision()
+        returned()
+        back = time.monotonic()
+        target = _status(self.etcd, self.leader).revision
+        wait_for(lambda: self._revision(), lambda r: r is not None and r >= target,
+                 f"{self.member} to reach revision {target}, the leader's at its return", timeout, interval=0.1)
+        took = time.monotonic() - back
+        reached = leader_reading(self.etcd, self.leader, self.member_id)
+        figures = rates(self.first, self.traffic.sample())
+        before, last = self.baseline
+        return {"seconds": round(took, 2), "target_revision": target, "revision_before": behind_from,
+                "mib": {pair: round(v["wire_kib_s"] * figures["seconds"] / 1024, 2) if v["wire_kib_s"] is not None else None
+                        for pair, v in figures["pairs"].items()},
+                "window_s": figures["seconds"], "not_available": figures.get("not_available", {}),
+                "snapshots_sent": reached.snapshots_sent - last.snapshots_sent,
+                "leader": self.leader,
+                "leader_cpu_before": round((last.cpu_seconds - before.cpu_seconds) / (last.at - before.at), 3),
+                "leader_cpu_during": round((reached.cpu_seconds - last.cpu_seconds) / max(reached.at - last.at, 1e-3), 3)}
+
+    def _revision(self) -> int | None:
+        status = self.etcd.status()[self.member]
+        return None if isinstance(status, str) else status.revision
