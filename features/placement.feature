@@ -69,6 +69,19 @@ Feature: The real scheduler places the reference HA control plane
       | gardener-resource-manager | zone-a | Running |
       | gardener-resource-manager | zone-a | Running |
 
+  @gep20_findings
+  Scenario: Five etcd members over five zones, each budget letting two go
+    GEP-20's future enhancement: "for a 3 member etcd cluster, fault tolerance is 1 and for a 5
+    member etcd cluster, fault tolerance is 2", and the members that may be evicted at a time
+    follow it. The other components' budgets still let one replica go.
+
+    Given a fresh seed with 2 nodes in each of 5 zones
+    And the reference control plane with failure tolerance "zone" in the gep20 form, its etcd clusters of 5 members
+    Then etcd-main has one member in each of 5 zones
+    And etcd-events has one member in each of 5 zones
+    And the PodDisruptionBudget of etcd-main allows 2 disruptions
+    And the PodDisruptionBudget of kube-apiserver allows 1 disruption
+
   Scenario: A drained zone keeps its etcd members Pending on their zonal volumes
     Evictions go through the PodDisruptionBudgets one member at a time; the stateless
     replicas move to the other zones, the members stay bound to the volumes in zone-a.

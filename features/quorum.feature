@@ -27,3 +27,15 @@ Feature: Quorum is lost with two zones and regained with one
     Then linearizable writes fail during the outage
     When zone "zone-a" comes back
     Then writes resume within 5 s of its return
+
+  @gep20_findings
+  Scenario: Five members over five zones keep quorum through the loss of two zones
+    GEP-20's future enhancement: five members tolerate two failures, so two zones of five may go
+    at once (three of three zones could not). Whichever zones held the leader, the three left
+    elect one and take writes.
+
+    Given a fresh region with 5 etcd members spread over 5 zones
+    And write and read probes run every 10 ms from a client in zone "zone-e"
+    When zones "zone-a" and "zone-b" go down for 4 s
+    Then a leader exists in a surviving zone
+    And writes resume within 3 s of the outage

@@ -115,6 +115,9 @@ def _parser() -> argparse.ArgumentParser:
                          help="gep20: GEP-20's affinity rules (default); conventions: the HA conventions' spread constraints")
         cmd.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"shoot namespace in the seed (default: {DEFAULT_NAMESPACE})")
         cmd.add_argument("--storage-class", default=None, help="StorageClass of etcd's volumes (default: the seed's)")
+        cmd.add_argument("--etcd-members", type=int, default=None, metavar="N",
+                         help="members of each etcd: 1 without high availability, else 3 (default), 5 or 7; "
+                              "their budgets let (N-1)/2 go at once")
     sub.choices["render"].add_argument("--zones", default=None, help="the seed's zones, comma-separated (default: the region's)")
     sub.choices["deploy"].add_argument("--real", action="store_true",
                                        help="local seed: etcd and kube-apiserver pods run as real processes under the node agents")
@@ -271,7 +274,8 @@ def _deploy(provider: Provider, env: Environment, config: Config, args: argparse
 
     seed = provider.seed(env)
     spec = ReferenceSpec(args.tolerance, env.zones, args.form, args.namespace, seed.storage_class, real=args.real,
-                         delta_snapshot_period_s=args.backup_delta_period, full_snapshot_period_s=args.backup_full_period)
+                         delta_snapshot_period_s=args.backup_delta_period, full_snapshot_period_s=args.backup_full_period,
+                         etcd_members=args.etcd_members)
     store = None
     if spec.delta_snapshot_period_s is not None:
         if not isinstance(env, SeedBackupStore):
@@ -289,7 +293,8 @@ def _render(config: Config, args: argparse.Namespace) -> int:
 
     zones = _zone_list(args.zones) if args.zones is not None else list(config.region.zones)
     storage = config.provider.storage_class or "harness-zonal"
-    print(to_yaml(render(ReferenceSpec(args.tolerance, tuple(zones), args.form, args.namespace, storage))), end="")
+    print(to_yaml(render(ReferenceSpec(args.tolerance, tuple(zones), args.form, args.namespace, storage,
+                                       etcd_members=args.etcd_members))), end="")
     return 0
 
 

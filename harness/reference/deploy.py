@@ -158,7 +158,13 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
     await_namespace_gone(api, spec.namespace, timeout)
     apply(api, objects[:1])
     if seed.static_volumes:
-        apply(api, volume_pool(spec))
+        pool = volume_pool(spec)
+        apply(api, pool)
+        # The scheduler binds only volumes its informer has seen; a pod scheduled before then stays
+        # Pending (no event comes to retry it). Available is set by the controller manager's
+        # informer, which runs beside the scheduler's.
+        wait_for(lambda: _available(api, [pv["metadata"]["name"] for pv in pool]), lambda left: not left,
+                 f"the {len(pool)} zonal volumes of {spec.namespace} Available", timeout, interval=0.2)
     if spec.real and not _exists(api, spec.namespace, PKI_SECRET):
         # The shoot API's Service first: its serving certificate names the load balancer's address.
         exposed = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "kube-apiserver"]
@@ -177,6 +183,16 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
         interval=0.25,
     )
     return observed[0]
+
+
+def _available(api: Any, names: list[str]) -> list[str]:
+    """Those of the volumes not Available (nor bound already) yet."""
+    from kubernetes import client as k8s
+
+    with cluster.api_errors("listing the zonal volumes"):
+        phases = {pv.metadata.name: (pv.status.phase if pv.status else None)
+                  for pv in k8s.CoreV1Api(api).list_persistent_volume().items}
+    return [n for n in names if phases.get(n) not in ("Available", "Bound")]
 
 
 def backup_secret(spec: ReferenceSpec, store: StoreSpec) -> dict[str, Any]:

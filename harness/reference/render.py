@@ -64,6 +64,9 @@ class ReferenceSpec:
     # backups) and a full one every `full_snapshot_period_s`.
     delta_snapshot_period_s: float | None = None
     full_snapshot_period_s: float = 3600.0
+    # Members of each etcd (None: the form's count, 3 with high availability). GEP-20's future
+    # enhancement: 5 members tolerate two failures, and their budgets let two go at once.
+    etcd_members: int | None = None
     zones: tuple[str, ...] = field(init=False)  # the zones the control plane uses
 
     def __post_init__(self) -> None:
@@ -77,6 +80,10 @@ class ReferenceSpec:
         if self.delta_snapshot_period_s is not None and not 0 < self.delta_snapshot_period_s <= self.full_snapshot_period_s:
             raise ConfigError(f"the delta snapshot period must be above 0 s and at most the full snapshot period "
                               f"({self.full_snapshot_period_s:g} s); got {self.delta_snapshot_period_s:g} s")
+        if self.etcd_members is not None and (self.etcd_members not in (1, 3, 5, 7) or
+                                              (self.tolerance != "none") != (self.etcd_members > 1)):
+            raise ConfigError(f"an etcd of the reference has 1 member without high availability, else 3, 5 or 7 (an odd "
+                              f"count for a quorum); got {self.etcd_members} with failure tolerance {self.tolerance!r}")
         object.__setattr__(self, "zones", conv.choose_zones(self.tolerance, self.seed_zones))
 
     @property
@@ -87,6 +94,8 @@ class ReferenceSpec:
 
 def replicas(spec: ReferenceSpec, c: Component) -> int:
     key = "etcd" if c.name in ETCDS else c.name
+    if key == "etcd" and spec.etcd_members is not None:
+        return spec.etcd_members
     if spec.form == "gep20":
         if c.name == "kube-apiserver" and spec.tolerance == "zone":
             return len(spec.zones)
@@ -225,11 +234,13 @@ def _services(spec: ReferenceSpec, c: Component) -> list[dict[str, Any]]:
 
 
 def _pdb(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
+    # GEP-20: no more members unavailable than the cluster tolerates, (n-1)/2; one of anything else.
+    unavailable = max(1, (replicas(spec, c) - 1) // 2) if c.name in ETCDS else 1
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": {"name": c.name, "namespace": spec.namespace, "labels": dict(c.selector)},
-        "spec": {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        "spec": {"maxUnavailable": unavailable, "unhealthyPodEvictionPolicy": "AlwaysAllow",
                  "selector": {"matchLabels": dict(c.selector)}},
     }
 

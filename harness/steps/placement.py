@@ -14,6 +14,7 @@ from harness.probes import placement
 from harness.providers.base import Environment, Seed
 from harness.reference.components import component
 from harness.reference.render import ReferenceSpec
+from harness.steps.region import zone_names
 from harness.steps.scenario import Shoot
 from harness.wait import first_within
 
@@ -33,11 +34,16 @@ def _(region_factory: Callable[..., Environment], nodes: int, hosts: int) -> Env
     return region_factory(nodes_per_zone=nodes, hosts_per_zone=hosts)
 
 
-@given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form'),
-       target_fixture="shoot")
-def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str) -> Shoot:
+@given(parsers.parse("a fresh seed with {nodes:d} nodes in each of {zones:d} zones"), target_fixture="env")
+def _(region_factory: Callable[..., Environment], nodes: int, zones: int) -> Environment:
+    return region_factory(nodes_per_zone=nodes, zones=zone_names(zones))
+
+
+@given(parsers.re(r'the reference control plane with failure tolerance "(?P<tolerance>\w+)" in the (?P<form>\w+) form'
+                  r'(?:, its etcd clusters of (?P<members>\d+) members)?'), target_fixture="shoot")
+def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str, members: str | None) -> Shoot:
     spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
-                         storage_class=seed.storage_class)
+                         storage_class=seed.storage_class, etcd_members=int(members) if members else None)
     return shoots.deploy(seed, spec)
 
 
@@ -45,7 +51,7 @@ def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str) -> S
 def _(shoot: Shoot, name: str, zones: str) -> None:
     pods = _pods(shoot, name)
     counts = placement.per_domain(pods, "zone")
-    judge.equal(sorted(counts.values()), [1] * int(zones), f"{name} pods per zone ({dict(counts)})")
+    judge.equal(sorted(counts.values()), [1] * int(zones), f"{name} pods per zone ({dict(counts)})\n{placement.table(pods)}")
 
 
 @then(parsers.re(r"(?P<name>[\w-]+) replicas span (?P<zones>\d+) zones with max skew (?P<skew>\d+)"))

@@ -31,6 +31,19 @@ def _(region_factory: Callable[..., Environment], members: int, layout: str) -> 
     return region_factory(members=members, layout=layout)
 
 
+def zone_names(count: int) -> tuple[str, ...]:
+    """`count` zones named as the default ones are (zone-a, zone-b, ...)."""
+    if not 1 <= count <= 9:
+        raise ConfigError(f"a region has 1 to 9 zones; got {count}")
+    return tuple(f"zone-{letter}" for letter in "abcdefghi"[:count])
+
+
+@given(parsers.parse("a fresh region with {members:d} etcd members spread over {zones:d} zones"), target_fixture="env")
+def _(region_factory: Callable[..., Environment], members: int, zones: int) -> Environment:
+    """As many zones as asked for (zone-a, zone-b, ...), the members dealt over them in turn."""
+    return _spread(region_factory(members=members, zones=zone_names(zones)), members, min(members, zones))
+
+
 @given(parsers.parse("a fresh region with {members:d} etcd members spread over {zones:d} zones, pre-vote off"),
        target_fixture="env")
 def _(region_factory: Callable[..., Environment], members: int, zones: int) -> Environment:
