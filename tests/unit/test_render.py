@@ -734,3 +734,20 @@ def test_a_backed_up_etcd_main_gets_etcd_druids_backup_restore_container_and_sec
 def test_backup_periods_that_cannot_work_are_refused(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         ReferenceSpec("zone", ("a", "b", "c"), **kwargs)
+
+
+@pytest.mark.parametrize("members,unavailable", [(3, 1), (5, 2), (7, 3)])
+def test_an_etcds_budget_lets_as_many_go_as_it_tolerates(members: int, unavailable: int) -> None:
+    zones = tuple(f"z{i}" for i in range(members))
+    objects = render(ReferenceSpec("zone", zones, "gep20", etcd_members=members))
+    budgets = {o["metadata"]["name"]: o["spec"]["maxUnavailable"] for o in objects if o["kind"] == "PodDisruptionBudget"}
+    sets = {o["metadata"]["name"]: o["spec"]["replicas"] for o in objects if o["kind"] == "StatefulSet"}
+    assert sets == {"etcd-main": members, "etcd-events": members}
+    assert budgets == {"etcd-main": unavailable, "etcd-events": unavailable, "kube-apiserver": 1,
+                       "gardener-resource-manager": 1}
+
+
+@pytest.mark.parametrize("tolerance,members", [("zone", 4), ("zone", 1), ("none", 3), ("node", 9)])
+def test_an_etcd_member_count_without_a_quorum_or_against_the_tolerance_is_refused(tolerance: str, members: int) -> None:
+    with pytest.raises(ConfigError, match=f"got {members} with failure tolerance '{tolerance}'"):
+        ReferenceSpec(tolerance, ("a", "b", "c"), "gep20", etcd_members=members)
