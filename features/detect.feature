@@ -83,3 +83,24 @@ Feature: Time to detect: when the control plane's own detectors see a fault
     When the links come back
     Then the shoot API is writable again within 5 s of the outage
     And no acknowledged shoot API write is lost
+
+  @gep20_findings
+  Scenario: GEP-20's zone outage identified from the seed's nodes alone
+    GEP-20 "Identify a Zone outage": every node of the zone NotReady or Unknown and tainted
+    node.kubernetes.io/unreachable, "observed for an extended period of time (beyond a threshold
+    that could be defined)". The seed's nodes turn NotReady 8 s after their last heartbeat; the
+    threshold here is 10 s. The other zones' nodes stay Ready.
+
+    Given the seed's zones are watched for an outage
+    When zone "zone-a" goes down
+    Then GEP-20's zone outage of zone "zone-a" is declared within 30 s of the outage's effect, its state seen for 10 s
+    And detector "zone-outage" never sees zone "zone-b" fail during the outage
+
+  @gep20_findings @long
+  Scenario: One failed node of a zone is no zone outage
+    Its node turns NotReady and is tainted unreachable; the zone's other node goes on reporting.
+
+    Given the seed's zones are watched for an outage
+    When node "zone-a-1" fails
+    And 25 s pass
+    Then detector "zone-outage" never sees zone "zone-a" fail during the outage

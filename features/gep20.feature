@@ -55,6 +55,7 @@ Feature: GEP-20's zone outage experiment, automated
     And no acknowledged write is lost
     And no acknowledged shoot API write is lost
 
+  @long
   Scenario: A zone outage in the conventions form: the zone spread keeps one kube-apiserver Pending
     With maxSkew 1 over three zone domains and the zone-a nodes still counted (the default
     nodeTaintsPolicy), a replacement in zone-b or zone-c would leave zone-a two behind: the

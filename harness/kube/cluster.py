@@ -99,21 +99,60 @@ def pods_on(api: Any, node: str) -> list[Any]:
         return k8s.CoreV1Api(api).list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
 
 
-def evict(api: Any, namespace: str, name: str) -> bool:
-    """Ask for an eviction; False when a PodDisruptionBudget refuses it (HTTP 429)."""
+def evict(api: Any, namespace: str, name: str, uid: str | None = None) -> bool:
+    """Ask for an eviction; False when a PodDisruptionBudget refuses it (HTTP 429). With `uid`,
+    only that pod (not a replacement of the same name): one already gone counts as evicted."""
     from kubernetes import client as k8s
 
-    body = k8s.V1Eviction(metadata=k8s.V1ObjectMeta(name=name, namespace=namespace))
+    options = k8s.V1DeleteOptions(preconditions=k8s.V1Preconditions(uid=uid)) if uid else None
+    body = k8s.V1Eviction(metadata=k8s.V1ObjectMeta(name=name, namespace=namespace), delete_options=options)
     try:
         with api_errors(f"evicting {namespace}/{name}"):
             k8s.CoreV1Api(api).create_namespaced_pod_eviction(name, namespace, body)
     except KubeApiError as e:
         if e.status == 429:
             return False
-        if e.status == 404:
+        if e.status == 404 or (e.status == 409 and uid):  # gone, or replaced by a pod of the same name
             return True
         raise
     return True
+
+
+def pod_uids(api: Any, namespace: str, selector: dict[str, str]) -> dict[str, str]:
+    """Name -> uid of the pods matching the labels (those being deleted left out)."""
+    from kubernetes import client as k8s
+
+    labels = ",".join(f"{k}={v}" for k, v in selector.items())
+    with api_errors(f"listing pods {labels} in {namespace}"):
+        pods = k8s.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=labels).items
+    return {p.metadata.name: p.metadata.uid for p in pods if p.metadata.deletion_timestamp is None}
+
+
+def restart_deployment(api: Any, namespace: str, name: str) -> None:
+    """What `kubectl rollout restart` does: a new template annotation, so every pod is replaced."""
+    import datetime
+
+    from kubernetes import client as k8s
+
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    body = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": now}}}}}
+    with api_errors(f"restarting deployment {namespace}/{name}"):
+        k8s.AppsV1Api(api).patch_namespaced_deployment(name, namespace, body)
+
+
+def rollout_left(api: Any, namespace: str, name: str) -> str | None:
+    """None once the deployment's rollout is complete (as `kubectl rollout status` says it), else what is left."""
+    from kubernetes import client as k8s
+
+    with api_errors(f"reading deployment {namespace}/{name}"):
+        d = k8s.AppsV1Api(api).read_namespaced_deployment(name, namespace)
+    want, st = d.spec.replicas or 0, d.status
+    if (st.observed_generation or 0) < d.metadata.generation:
+        return "the new template not observed yet"
+    counts = (st.updated_replicas or 0, st.replicas or 0, st.available_replicas or 0)
+    if counts != (want, want, want):
+        return f"{counts[0]} updated, {counts[1]} in all, {counts[2]} available of {want}"
+    return None
 
 
 def delete_pod(api: Any, namespace: str, name: str, grace_seconds: int | None = None) -> None:

@@ -1,7 +1,7 @@
 """What the control plane's own detectors say while a fault runs: etcd's /health of each member,
 whether each member has a leader and how many of its peer streams are up (its own metrics), each
-kube-apiserver's /readyz, the shoot API load balancer's verdict on each target, and each seed node's Ready
-condition. Each source is read in a thread of its own every `interval` s (a read that hangs
+kube-apiserver's /readyz, the shoot API load balancer's verdict on each target, each seed node's Ready
+condition, and per zone of the seed GEP-20's "Identify a Zone outage" state. Each source is read in a thread of its own every `interval` s (a read that hangs
 delays only its own detectors); a "detector" event goes on the timeline when a detector's
 verdict changes, so the timeline says when each one first saw the fault. Observes only:
 harness.validate.detection judges.
@@ -29,7 +29,8 @@ from harness.timeline import Timeline
 EVENT = "detector"
 INTERVAL = 0.1  # s: a tenth of the tightest bound a feature states on a detector
 OK, FAILING, UNREADABLE = "ok", "failing", "unreadable"
-KINDS = ("etcd-health", "etcd-leader", "etcd-peers", "apiserver-readyz", "load-balancer", "node-ready")
+KINDS = ("etcd-health", "etcd-leader", "etcd-peers", "apiserver-readyz", "load-balancer", "node-ready", "zone-outage")
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable:NoSchedule"
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,29 @@ def shoot_sources(seed: Seed, namespace: str, env: object) -> list[Source]:
     out.append(source("node-ready", "node-ready", {n: z for n, (z, _) in nodes.items()},
                       lambda: {n: ready for n, (_, ready) in _nodes(api).items()}))
     return out
+
+
+def zone_sources(seed: Seed) -> list[Source]:
+    """GEP-20's "Identify a Zone outage", per zone of the seed, from its nodes alone: failing while
+    every node of the zone is NotReady or Unknown and tainted node.kubernetes.io/unreachable
+    (NoSchedule). How long that must last to be called an outage is the judge's threshold."""
+    from harness.kube import cluster
+
+    api = cluster.connect(seed.kube)
+    zones = sorted({v.zone for v in cluster.node_views(api) if v.zone})
+    if not zones:
+        raise CapabilityMissing("the seed's nodes carry no topology.kubernetes.io/zone label: no zone to watch")
+
+    def read() -> dict[str, tuple[bool, str]]:
+        views = cluster.node_views(api)
+        out = {}
+        for zone in zones:
+            nodes = [v for v in views if v.zone == zone]
+            cut = [v.name for v in nodes if not v.ready and UNREACHABLE_TAINT in v.taints]
+            out[zone] = (not nodes or len(cut) < len(nodes), f"{len(cut)} of {len(nodes)} nodes NotReady and unreachable")
+        return out
+
+    return [source("zone-outage", "zone-outage", {z: z for z in zones}, read)]
 
 
 _NO_VERIFY = ssl.create_default_context()

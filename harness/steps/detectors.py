@@ -30,6 +30,11 @@ def _(probes: Any, etcd: EtcdCluster, shoot: Shoot, seed: Seed, env: Any, timeli
     return probes.add(det.DetectorProbe(sources, timeline).start())
 
 
+@given("the seed's zones are watched for an outage", target_fixture="detectors")
+def _(probes: Any, seed: Seed, timeline: Timeline) -> det.DetectorProbe:
+    return probes.add(det.DetectorProbe(det.zone_sources(seed), timeline).start())
+
+
 def _in_zone(found: list[detection.Detection], kind: str, zone: str) -> list[detection.Detection]:
     if kind not in det.KINDS:
         raise ConfigError(f"no detector kind {kind!r}; the kinds: {', '.join(det.KINDS)}")
@@ -106,3 +111,23 @@ def _(detectors: det.DetectorProbe, probe: AvailabilityProbe, outage: Outage, ti
         judge.holds(d.before == det.OK and d.at is None, f"{d.name} saying healthy from the outage to {end:.3f} s",
                     f"before: {d.before}, failing at {d.at}")
         judge.holds(not d.unreadable, f"{d.name} read all along", d.unreadable)
+
+
+@then(parsers.parse('GEP-20\'s zone outage of zone "{zone}" is declared within {limit:g} s of the outage\'s effect, '
+                    'its state seen for {hold:g} s'))
+def _(detectors: det.DetectorProbe, outage: Outage, timeline: Timeline, zone: str, limit: float, hold: float) -> None:
+    """GEP-20: "if the above state is observed for an extended period of time (beyond a threshold
+    that could be defined), then it can be deduced that there is a zone outage". Declared once the
+    zone-outage detector has said failing for `hold` s on end, read all along."""
+    end = outage.window_end(timeline, limit)
+    found = _in_zone(detection.detections(timeline.events, outage.start, min(end, outage.start + limit)),
+                     "zone-outage", zone)
+    for d in found:
+        declared = detection.held(d, hold)
+        figures.mark(timeline, f"zone outage of {zone} declared after the outage's effect", None if declared is None
+                     else declared - outage.start, "s", held_s=hold)
+        judge.holds(d.before == det.OK, f"{d.name} said ok when the outage took effect", d.before)
+        judge.holds(declared is not None, f"the zone outage of {zone} declared within {limit:g} s of the outage's "
+                    f"effect (its state seen for {hold:g} s on end)",
+                    f"failing at {d.at}, ok again at {d.recovered}, unreadable {list(d.unreadable)}")
+        judge.at_most((declared or 0.0) - outage.start, limit, f"the zone outage of {zone} declared")

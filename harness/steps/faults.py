@@ -22,13 +22,13 @@ NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its lin
 
 def apply_faults(etcd: EtcdCluster, faults: FaultRunner, what: list[tuple[str, str, dict[str, Any]]]) -> Outage:
     """Inject (kind, target, options) back to back; the Outage remembers the leader before."""
-    leader, leader_id, term = _before(etcd)
+    leader, leader_id, term = before_faults(etcd)
     applied = [faults.inject(kind, target, options) for kind, target, options in what]
     # From when the first fault took effect (observed), not when it was asked for.
     return Outage(applied, applied[0].effective_at, leader, leader_id, term)
 
 
-def _before(etcd: EtcdCluster) -> tuple[str | None, int, int]:
+def before_faults(etcd: EtcdCluster) -> tuple[str | None, int, int]:
     """The leader the members agree on (its name and id) and the highest raft term they report."""
     statuses = etcd.status()
     leader = etcd.leader(statuses)
@@ -208,7 +208,7 @@ def _(etcd, faults, member: str, ms: int) -> Outage:
 def _(etcd: EtcdCluster, timeline: Timeline, kib: int) -> Outage:
     """A runaway writer: one key rewritten, its history growing the backend until etcd refuses
     ("database space exceeded": its NOSPACE alarm). The outage starts at that refusal."""
-    leader, leader_id, term = _before(etcd)
+    leader, leader_id, term = before_faults(etcd)
     if leader is None:
         raise ConfigError(f"the members agree on no leader to write to: {etcd.status()}")
     quota = (etcd.config.etcd.quota_backend_mib or 2048) << 20

@@ -142,6 +142,26 @@ def terms_seen(samples: Iterable[Sample], start: float, end: float) -> set[int]:
     return {s.term for s in samples if s.kind == "status" and s.ok and start <= s.start <= end and s.term}
 
 
+def most_away(samples: Iterable[Sample], start: float, end: float) -> tuple[int, float | None, list[str]]:
+    """The most members away at once inside [start, end], when that was first seen, and which: a
+    member is away from a status request it did not answer until the next one it answered."""
+    away: set[str] = set()
+    most: tuple[int, float | None, list[str]] = (0, None, [])
+    for s in sorted((s for s in samples if s.kind == "status" and start <= s.start <= end), key=lambda s: s.end):
+        (away.discard if s.ok else away.add)(s.member)
+        if len(away) > most[0]:
+            most = (len(away), s.end, sorted(away))
+    return most
+
+
+def leaderships(samples: Iterable[Sample], start: float, end: float, term_before: int) -> list[tuple[int, int]]:
+    """(term, leader) of every leader elected after `term_before` that a member reported inside
+    [start, end]: one per move of the leadership, however many members saw it."""
+    won = {(s.term, s.leader) for s in samples if s.kind == "status" and s.ok and start <= s.start <= end
+           and s.term is not None and s.term > term_before and s.leader}
+    return sorted(won)
+
+
 def catch_up_time(samples: Iterable[Sample], member: str, t: float, target_revision: int) -> float | None:
     """Seconds after `t` until `member` reports a revision >= target_revision (revision lag 0)."""
     for s in sorted((s for s in samples if s.kind == "status" and s.ok and s.member == member and s.start >= t),

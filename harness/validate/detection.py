@@ -81,3 +81,16 @@ def table(found: list[Detection], since: float, clients: dict[str, float | None]
               "detected_after_s": None if at is None else round(at - since, 3), "recovered_after_s": None,
               "unreadable_s": 0.0} for who, at in clients.items()]
     return rows
+
+
+def held(d: Detection, hold: float) -> float | None:
+    """When `d` had said failing for `hold` s on end, from its first failing verdict, neither ok
+    again nor unreadable in between; None if that did not happen inside its window."""
+    if d.at is None:
+        return None
+    declared = d.at + hold
+    if d.recovered is not None and d.recovered < declared:
+        return None
+    if any(a < declared and b > d.at for a, b in d.unreadable):
+        return None
+    return declared  # whether the window reached that far is the caller's bound

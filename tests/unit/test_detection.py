@@ -65,3 +65,19 @@ def test_a_read_that_fails_marks_each_of_its_detectors_unreadable_and_changes_ar
     # b missing from the third answer stays unreadable: no new event; nor for a, ok again and again
     assert verdicts == [("a", OK), ("b", FAILING), ("a", UNREADABLE), ("b", UNREADABLE), ("a", OK)]
     assert "socket gone" in timeline.find("detector")[2].data["detail"]
+
+
+def test_a_zone_outage_is_declared_once_its_state_held_for_the_threshold() -> None:
+    from harness.validate.detection import held
+
+    steady = [_said("zone-outage zone-a", 0.1, OK), _said("zone-outage zone-a", 12.0, FAILING)]
+    (d,) = detections(steady, 10.0, 40.0)
+    assert held(d, 10.0) == 22.0
+    flapping = steady + [_said("zone-outage zone-a", 15.0, OK), _said("zone-outage zone-a", 16.0, FAILING)]
+    (d,) = detections(flapping, 10.0, 40.0)
+    assert held(d, 10.0) is None  # ok again before the threshold: no outage declared from that run
+    blind = steady + [_said("zone-outage zone-a", 14.0, UNREADABLE), _said("zone-outage zone-a", 15.0, FAILING)]
+    (d,) = detections(blind, 10.0, 40.0)
+    assert held(d, 10.0) is None  # not seen all along: not seen held
+    (d,) = detections([_said("zone-outage zone-a", 0.1, OK)], 10.0, 40.0)
+    assert held(d, 10.0) is None

@@ -127,3 +127,29 @@ def test_write_latency_counts_failed_and_late_ending_writes() -> None:
     assert av.write_latency(fast, 5.0, 6.0, 0.99).writes == 0
     with pytest.raises(ValueError):
         av.write_latency(fast, 0.0, 1.0, 0)
+
+
+def _status(member: str, at: float, ok: bool, term: int = 2, leader: int = 1) -> Sample:
+    return Sample("status", member, at, at + 0.01, ok, term=term if ok else None, leader=leader if ok else None)
+
+
+def test_members_away_at_once_count_from_a_missed_status_to_the_next_answered_one() -> None:
+    from harness.validate.availability import most_away
+
+    one_at_a_time = [_status("m0", 1.0, False), _status("m1", 1.5, True), _status("m0", 2.0, True),
+                     _status("m1", 3.0, False), _status("m1", 4.0, True)]
+    assert most_away(one_at_a_time, 0.0, 10.0) == (1, 1.01, ["m0"])
+    overlapping = one_at_a_time + [_status("m2", 3.5, False)]
+    assert most_away(overlapping, 0.0, 10.0) == (2, 3.51, ["m1", "m2"])
+    assert most_away(overlapping, 3.9, 10.0)[0] == 0  # outside the window nothing counts
+
+
+def test_each_new_term_with_a_leader_is_one_move_of_the_leadership() -> None:
+    from harness.validate.availability import leaderships
+
+    seen = [_status("m0", 1.0, True, term=2, leader=1), _status("m1", 1.1, True, term=2, leader=1),
+            _status("m1", 2.0, True, term=3, leader=2), _status("m2", 2.1, True, term=3, leader=2),
+            _status("m2", 3.0, True, term=5, leader=3), _status("m0", 3.1, False)]
+    assert leaderships(seen, 0.0, 10.0, term_before=2) == [(3, 2), (5, 3)]
+    assert leaderships(seen, 0.0, 10.0, term_before=5) == []
+

@@ -29,3 +29,9 @@ Feature: False statements about when detectors see a fault, judged on real runs
     And etcd's detectors are watched
     When zone "zone-a" goes down for 4 s
     Then no write is acknowledged for 2 s while every member's /health says healthy
+
+  Scenario: One failed node of a zone is declared a zone outage
+    Fails with: the zone outage of zone-a declared within 25 s of the outage's effect
+    Given the seed's zones are watched for an outage
+    When node "zone-a-1" fails
+    Then GEP-20's zone outage of zone "zone-a" is declared within 25 s of the outage's effect, its state seen for 5 s

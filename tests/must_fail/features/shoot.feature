@@ -79,3 +79,27 @@ Feature: False statements about GEP-20's experiment, judged with the reference c
       | zone-link-loss | zone-a<>* | 30           | client |
     And 20 s pass
     Then the 99th percentile of shoot API write latency during the outage is under 100 ms
+
+  Scenario: One etcd-main member away at a time while two zones are down
+    Fails with: at most 1 etcd-main member(s) away at a time: 2 were
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-c"
+    When zones "zone-a" and "zone-b" go down for 3 s
+    Then at most 1 etcd-main member is away at a time
+
+  Scenario: The budget's evictions stop no write for half a second
+    Fails with: longest write gap during the outage: expected at most 0.500s
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    When every etcd-main member is evicted, each as soon as its budget allows
+    Then the longest write gap during the outage is under 0.5 s
+
+  Scenario: The leadership stays put while the leader's own pod is evicted
+    Fails with: the leadership moved at most 0 times
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    When every etcd-main member is evicted, each as soon as its budget allows
+    Then the leadership moves at most 0 times

@@ -1,0 +1,101 @@
+"""Steps for voluntary disruptions of the shoot control plane under probes (GEP-20: "there should
+not be any downtime due to VPA scaling of etcd pods with a pod disruption budget"): evictions
+through the Eviction API, as a VPA updater or a drain makes them, and a rolling update of
+kube-apiserver."""
+
+from __future__ import annotations
+
+import time
+from pytest_bdd import parsers, then, when
+
+from harness import judge
+from harness.errors import HarnessError
+from harness.kube import cluster
+from harness.probes.availability import AvailabilityProbe
+from harness.providers.base import EtcdCluster
+from harness.reference.components import component
+from harness.steps.faults import before_faults
+from harness.steps.scenario import Outage, Shoot
+from harness.timeline import Timeline
+from harness.validate import availability as av
+from harness.wait import wait_for
+
+PASS_S = 0.2  # between two rounds of eviction requests
+
+
+def _back(etcd: EtcdCluster, shoot: Shoot, name: str, timeline: Timeline, timeout: float) -> None:
+    """Every pod of the component Running and ready again, and its etcd healthy."""
+    from harness.probes import placement
+
+    api = cluster.connect(shoot.seed.kube)
+    wait_for(lambda: [p.name for p in placement.of(placement.observe(api, shoot.spec.namespace), name) if not p.serving],
+             lambda left: not left, f"every {name} pod Running and ready again", timeout, interval=0.2)
+    etcd.wait_healthy(timeout)
+
+
+@when(parsers.re(r"every (?P<name>etcd-[a-z]+) member is evicted, each as soon as its budget allows"),
+      target_fixture="outage")
+def _(shoot: Shoot, etcd: EtcdCluster, timeline: Timeline, name: str) -> Outage:
+    """As a VPA updater replacing every member: each pod's eviction asked for again every 0.2 s
+    until it is granted, followers first, so the budget alone decides how many go at once. The
+    window runs from the first granted eviction until every member is back and healthy."""
+    c = component(name)
+    api = cluster.connect(shoot.seed.kube)
+    leader, leader_id, term = before_faults(etcd)
+    waiting = cluster.pod_uids(api, shoot.spec.namespace, c.selector)
+    order = sorted(waiting, key=lambda pod: pod == leader)  # the leader's pod last
+    refused, granted = 0, {}
+    deadline = time.monotonic() + etcd.config.timeouts.recovery * 4
+    while len(granted) < len(order):
+        if time.monotonic() > deadline:
+            raise HarnessError(f"evictions of {name} still refused after {etcd.config.timeouts.recovery * 4:g} s: "
+                               f"{sorted(set(order) - set(granted))} ({refused} refusals)")
+        for pod in order:
+            if pod in granted:
+                continue
+            if cluster.evict(api, shoot.spec.namespace, pod, uid=waiting[pod]):
+                granted[pod] = timeline.now()
+                timeline.mark("eviction", pod, refused_before=refused)
+            else:
+                refused += 1
+        time.sleep(PASS_S)
+    _back(etcd, shoot, c.name, timeline, etcd.config.timeouts.recovery * 2)
+    timeline.mark("figure", f"evictions of {name} the budget refused", value=refused, unit="")
+    outage = Outage([], min(granted.values()), leader, leader_id, term)
+    outage.healed_at = timeline.now()
+    return outage
+
+
+@when(parsers.re(r"the (?P<name>kube-apiserver) Deployment rolls out again"), target_fixture="outage")
+def _(shoot: Shoot, etcd: EtcdCluster, timeline: Timeline, name: str) -> Outage:
+    """`kubectl rollout restart`: every replica replaced under the Deployment's own strategy; the
+    window runs until the rollout is complete."""
+    api = cluster.connect(shoot.seed.kube)
+    leader, leader_id, term = before_faults(etcd)
+    start = timeline.now()
+    cluster.restart_deployment(api, shoot.spec.namespace, component(name).name)
+    wait_for(lambda: cluster.rollout_left(api, shoot.spec.namespace, name), lambda left: left is None,
+             f"the rollout of {name}", etcd.config.timeouts.deploy, interval=0.2)
+    outage = Outage([], start, leader, leader_id, term)
+    outage.healed_at = timeline.now()
+    return outage
+
+
+@then(parsers.re(r"at most (?P<count>\d+) (?P<name>etcd-[a-z]+) members? (?:is|are) away at a time"))
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: str, name: str) -> None:
+    """From the probe's status requests, as its clients see the members: a member is away from one
+    it did not answer (its pod gone from the seed, or not answering) until the next one it did."""
+    component(name)
+    most, at, who = av.most_away(probe.history.samples, outage.start, outage.healed_at or timeline.now())
+    timeline.mark("figure", f"{name} members away at once, at most", value=most, unit="")
+    judge.holds(most <= int(count), f"at most {count} {name} member(s) away at a time: {most} were"
+                f"{f' ({who}, at {at:.2f} s)' if at is not None else ''}", seen=most)
+
+
+@then(parsers.parse("the leadership moves at most {count:d} times"))
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: int) -> None:
+    won = av.leaderships(probe.history.samples, outage.start, outage.healed_at or timeline.now(), outage.term_before)
+    timeline.mark("figure", "leadership moves", value=len(won), unit="")
+    judge.holds(len(won) <= count, f"the leadership moved at most {count} times: {len(won)} (term, leader id): {won}",
+                seen=won)
+
