@@ -105,6 +105,7 @@ Feature: The real scheduler places the reference HA control plane
     And the reference control plane with failure tolerance "node" in the gep20 form
     Then no two etcd-main members share a host
 
+  @long
   Scenario: One host down takes two members of a single-zone etcd with it (seed 004)
     Anti-affinity on hostnames spreads members over nodes, not over the hosts the nodes
     run on: with two hosts under three nodes, one host holds two members.

@@ -17,7 +17,7 @@ Feature: Cross-zone traffic of a three-member etcd over three zones (GEP-20's ap
     Then cross-zone traffic stays below 20 KiB/s
     And traffic between the followers' zones stays below 2 KiB/s
 
-  @gep20_findings
+  @gep20_findings @long
   Scenario: Between two followers, one direction at a time
     GEP-20: "follower to follower max egress: ~2 Kib/s" (0.25 KiB/s) in every case it tested.
     Here each direction carries 0.39 to 0.55 KiB/s, idle or under load, of which the peer

@@ -6,6 +6,7 @@ kube-apiserver."""
 from __future__ import annotations
 
 import time
+
 from pytest_bdd import parsers, then, when
 
 from harness import judge
@@ -23,7 +24,7 @@ from harness.wait import wait_for
 PASS_S = 0.2  # between two rounds of eviction requests
 
 
-def _back(etcd: EtcdCluster, shoot: Shoot, name: str, timeline: Timeline, timeout: float) -> None:
+def _back(etcd: EtcdCluster, shoot: Shoot, name: str, timeout: float) -> None:
     """Every pod of the component Running and ready again, and its etcd healthy."""
     from harness.probes import placement
 
@@ -59,7 +60,7 @@ def _(shoot: Shoot, etcd: EtcdCluster, timeline: Timeline, name: str) -> Outage:
             else:
                 refused += 1
         time.sleep(PASS_S)
-    _back(etcd, shoot, c.name, timeline, etcd.config.timeouts.recovery * 2)
+    _back(etcd, shoot, c.name, etcd.config.timeouts.recovery * 2)
     timeline.mark("figure", f"evictions of {name} the budget refused", value=refused, unit="")
     outage = Outage([], min(granted.values()), leader, leader_id, term)
     outage.healed_at = timeline.now()
