@@ -14,7 +14,7 @@ from harness.faults.runner import FaultRunner
 from harness.providers.local import disks
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.timeline import Timeline
-from harness.wait import first_within
+from harness.wait import first_within, wait_for
 from tests.integration.conftest import config_for
 
 
@@ -35,7 +35,9 @@ def test_a_full_disk_stops_its_member_and_heal_brings_it_back_whole() -> None:
                 return None if env.member_running("etcd-1") else True
 
             assert first_within(written_until_stopped, "etcd-1 out of space", 20.0), "etcd-1 ran on with a full disk"
-            client.put("/it-disk/after", "quorum of two")  # the others go on
+            # the others go on, after an election when etcd-1 led (1-2 s with a 1 s election timeout)
+            wait_for(lambda: client.put("/it-disk/after", "quorum of two"), lambda rev: rev > 0,
+                     "a write acknowledged by the two members left", 15.0)
         finally:
             client.close()
         runner.heal()  # waits until every member is healthy and caught up
