@@ -75,6 +75,9 @@ class RegionSpec:
     name: str = "hh"
     zones: tuple[str, ...] = DEFAULT_ZONES
     nodes_per_zone: int | None = None  # None: 2, or as many as the layout needs in its busiest zone
+    # Nodes in each zone, in zone order, where zones differ (the spread findings' 3/2/1 seed);
+    # empty: nodes_per_zone in every zone.
+    zone_nodes: tuple[int, ...] = ()
     hosts_per_zone: int | None = None  # None: hosts not modelled; else nodes share hosts round-robin (seed 004)
     members: int = 3
     layout: str = "multi-zone"
@@ -124,6 +127,18 @@ class RegionSpec:
             raise ConfigError(f"region name {self.name!r} must be alphanumeric, at most 4 characters (it prefixes namespace names)")
         needed = self.member_zones()
         busiest = max(needed.count(z) for z in set(needed))
+        if self.zone_nodes:
+            object.__setattr__(self, "zone_nodes", tuple(self.zone_nodes))
+            if len(self.zone_nodes) != len(self.zones) or not all(
+                    isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 20 for n in self.zone_nodes):
+                raise ConfigError(f"zone_nodes gives the nodes of each zone in zone order, 1-20 each, "
+                                  f"{len(self.zones)} numbers for zones {list(self.zones)}; got {list(self.zone_nodes)}")
+            short = [z for z, n in zip(self.zones, self.zone_nodes) if needed.count(z) > n]
+            if short:
+                raise ConfigError(f"{self.members} members in layout {self.layout} need "
+                                  f"{', '.join(f'{needed.count(z)} node(s) in {z}' for z in short)}; zone_nodes is "
+                                  f"{list(self.zone_nodes)}")
+            object.__setattr__(self, "nodes_per_zone", max(self.zone_nodes))
         if self.nodes_per_zone is None:
             object.__setattr__(self, "nodes_per_zone", max(2, busiest))
         assert self.nodes_per_zone is not None
@@ -144,6 +159,11 @@ class RegionSpec:
         if self.layout == "single-zone":
             return [self.zones[0]] * self.members
         return [self.zones[i % len(self.zones)] for i in range(self.members)]
+
+    def nodes_in(self, zone: str) -> int:
+        """How many nodes the zone has."""
+        assert self.nodes_per_zone is not None
+        return self.zone_nodes[self.zones.index(zone)] if self.zone_nodes else self.nodes_per_zone
 
 
 PROVIDER_NAMES = ("local", "cluster", "kind")
@@ -315,7 +335,8 @@ def to_dict(config: Config) -> dict[str, Any]:
 
 def from_dict(data: Mapping[str, Any]) -> Config:
     """The inverse of `to_dict`."""
-    region = dict(data["region"], zones=tuple(data["region"]["zones"]))
+    region = dict(data["region"], zones=tuple(data["region"]["zones"]),
+                  zone_nodes=tuple(data["region"].get("zone_nodes", ())))
     paths = data["paths"]
     return Config(RegionSpec(**region), ProviderSettings(**data["provider"]), AwsSettings(**data["aws"]),
                   EtcdSettings(**data["etcd"]), Timeouts(**data["timeouts"]), Path(paths["state_dir"]),
@@ -325,5 +346,5 @@ def from_dict(data: Mapping[str, Any]) -> Config:
 def with_region(config: Config, etcd: Mapping[str, Any] | None = None, **changes: Any) -> Config:
     """A copy of the configuration with a different region shape (validated), and other etcd
     settings when given; nodes per zone are sized for the new shape unless given."""
-    return replace(config, region=replace(config.region, **({"nodes_per_zone": None} | changes)),
+    return replace(config, region=replace(config.region, **({"nodes_per_zone": None, "zone_nodes": ()} | changes)),
                    etcd=replace(config.etcd, **(etcd or {})))

@@ -15,6 +15,7 @@ from harness.kube import cluster
 from harness.probes.availability import AvailabilityProbe
 from harness.providers.base import EtcdCluster
 from harness.reference.components import component
+from harness.reference.render import replicas
 from harness.steps.faults import before_faults
 from harness.steps.scenario import Outage, Shoot
 from harness.timeline import Timeline
@@ -25,12 +26,19 @@ PASS_S = 0.2  # between two rounds of eviction requests
 
 
 def _back(etcd: EtcdCluster, shoot: Shoot, name: str, timeout: float) -> None:
-    """Every pod of the component Running and ready again, and its etcd healthy."""
+    """Every pod of the component Running and ready again, none left terminating (an evicted pod
+    is one until its process has stopped), and its etcd healthy."""
     from harness.probes import placement
 
     api = cluster.connect(shoot.seed.kube)
-    wait_for(lambda: [p.name for p in placement.of(placement.observe(api, shoot.spec.namespace), name) if not p.serving],
-             lambda left: not left, f"every {name} pod Running and ready again", timeout, interval=0.2)
+    want = replicas(shoot.spec, component(name))
+
+    def left() -> list[str]:
+        pods = [p for p in placement.observe(api, shoot.spec.namespace) if p.component == name]
+        return ([f"{p.name} {p.state}" for p in pods if p.deleting or not p.serving]
+                + ([f"{len(pods)} pods of {want}"] if len(pods) != want else []))
+
+    wait_for(left, lambda pods: not pods, f"every {name} pod Running and ready again", timeout, interval=0.2)
     etcd.wait_healthy(timeout)
 
 

@@ -39,6 +39,13 @@ def _(region_factory: Callable[..., Environment], nodes: int, zones: int) -> Env
     return region_factory(nodes_per_zone=nodes, zones=zone_names(zones))
 
 
+@given(parsers.re(r"a fresh seed whose zones have (?P<counts>\d+(?:, \d+)* and \d+) nodes"), target_fixture="env")
+def _(region_factory: Callable[..., Environment], counts: str) -> Environment:
+    """Zones of unequal size, in zone order: "3, 2 and 1" is zone-a 3 nodes, zone-b 2, zone-c 1."""
+    nodes = tuple(int(n) for n in counts.replace(" and ", ", ").split(", "))
+    return region_factory(zone_nodes=nodes, zones=zone_names(len(nodes)))
+
+
 @given(parsers.re(r'the reference control plane with failure tolerance "(?P<tolerance>\w+)" in the (?P<form>\w+) form'
                   r'(?:, its etcd clusters of (?P<members>\d+) members)?'), target_fixture="shoot")
 def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str, members: str | None) -> Shoot:

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from harness.config import RegionSpec, load_config
+from harness.config import Config, RegionSpec, load_config, with_region
 from harness.errors import ConfigError
 
 
@@ -22,6 +23,13 @@ def test_layouts() -> None:
     assert RegionSpec().nodes_per_zone == 2
 
 
+def test_zones_of_unequal_size() -> None:
+    spec = RegionSpec(zone_nodes=[3, 2, 1])  # a list, as TOML gives it
+    assert spec.zone_nodes == (3, 2, 1) and spec.nodes_per_zone == 3
+    assert [spec.nodes_in(z) for z in spec.zones] == [3, 2, 1] and RegionSpec().nodes_in("zone-c") == 2
+    assert with_region(Config(region=spec), zones=("zone-a", "zone-b")).region.zone_nodes == ()
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
@@ -31,10 +39,13 @@ def test_layouts() -> None:
         ({"zones": ("zone-a", "zone-a")}, "distinct"),
         ({"zones": ("zone a",)}, "alphanumeric"),
         ({"power_loss_fs": True, "member_disk_mib": 192}, "cannot be combined with member_disk_mib"),
+        ({"zone_nodes": (3, 2)}, "zone_nodes gives the nodes of each zone in zone order, 1-20 each, 3 numbers"),
+        ({"zone_nodes": (3, 0, 1)}, "got [3, 0, 1]"),
+        ({"layout": "single-zone", "zone_nodes": (2, 3, 3)}, "need 3 node(s) in zone-a; zone_nodes is [2, 3, 3]"),
     ],
 )
 def test_bad_region_shape_says_what_is_accepted(kwargs: dict, message: str) -> None:
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         RegionSpec(**kwargs)
 
 

@@ -26,6 +26,8 @@ def test_plan_places_members_per_layout() -> None:
     assert [m.node for m in five] == ["zone-a-1", "zone-b-1", "zone-c-1", "zone-a-2", "zone-b-2"]
     _, single = plan(RegionSpec(layout="single-zone", nodes_per_zone=3))
     assert [m.node for m in single] == ["zone-a-1", "zone-a-2", "zone-a-3"]
+    uneven, _ = plan(RegionSpec(zone_nodes=(3, 2, 1)))
+    assert [n.name for n in uneven] == ["zone-a-1", "zone-a-2", "zone-a-3", "zone-b-1", "zone-b-2", "zone-c-1"]
 
 
 def test_interface_names_fit_ifnamsiz() -> None:

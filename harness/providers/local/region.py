@@ -84,7 +84,7 @@ def plan(spec: RegionSpec, tls: bool = False) -> tuple[tuple[Node, ...], tuple[M
     nodes = tuple(
         Node(name=f"{zone}-{i + 1}", zone=zone, address=names.node_address(zone, i), host=names.host(zone, i))
         for zone in spec.zones
-        for i in range(spec.nodes_per_zone)
+        for i in range(spec.nodes_in(zone))
     )
     used: dict[str, int] = {}
     members = []

@@ -88,3 +88,42 @@ Feature: False statements about where the real scheduler put the reference contr
     Fails with: kube-apiserver replicas Running and ready outside zone-a after 5 s
     Given the reference control plane with failure tolerance "zone" in the gep20 form
     Then within 5 s all 3 kube-apiserver replicas are Running outside zone "zone-a"
+
+  Scenario: The sixth replica of GEP-20's two constraints runs on zones of 3, 2 and 1 nodes
+    Fails with: Running replicas of apiserver
+    Given a fresh seed whose zones have 3, 2 and 1 nodes
+    When a Deployment "apiserver" of 1 replica is spread by GEP-20's zone and hostname constraints
+    And "apiserver" is scaled up one replica at a time to 6
+    Then 6 replicas of "apiserver" are Running
+
+  Scenario: A zone skew of 2 leaves the sixth replica Pending
+    Fails with: Pending replicas of apiserver
+    Given a fresh seed whose zones have 3, 2 and 1 nodes
+    When a Deployment "apiserver" of 1 replica is spread by GEP-20's zone and hostname constraints with zone max skew 2
+    And "apiserver" is scaled up one replica at a time to 6
+    Then 1 replica of "apiserver" stays Pending because "didn't match pod topology spread constraints"
+
+  Scenario: A zone skew of 2 keeps six replicas within a skew of 1 over zones
+    Fails with: skew at most 1 over zones
+    Given a fresh seed whose zones have 3, 2 and 1 nodes
+    When a Deployment "apiserver" of 6 replicas is spread by GEP-20's zone and hostname constraints with zone max skew 2
+    Then "apiserver" is within max skew 1 over zones and 1 over nodes
+
+  Scenario: GEP-20's constraints put three replicas in one zone of three
+    Fails with: zones holding etcd replicas
+    When a Deployment "etcd" of 3 replicas is spread by GEP-20's zone and hostname constraints
+    Then "etcd" runs in one zone on 3 different nodes
+
+  Scenario: Constraints scoped to the revision leave a rollout skewed
+    Fails with: a rollout of grm left its zones skewed by more than 1
+    Given a fresh seed with 1 nodes per zone
+    When a Deployment "grm" of 3 replicas is spread by GEP-20's zone and hostname constraints, each scoped to its revision
+    And "grm" is rolled out again 3 times
+    Then a rollout left "grm" skewed by more than 1 over zones
+
+  Scenario: Constraints shared by the revisions keep every rollout spread
+    Fails with: every rollout of grm left its zones within max skew 1
+    Given a fresh seed with 1 nodes per zone
+    When a Deployment "grm" of 3 replicas is spread by GEP-20's zone and hostname constraints
+    And "grm" is rolled out again 3 times
+    Then every rollout left "grm" within max skew 1 over zones
