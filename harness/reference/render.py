@@ -67,6 +67,9 @@ class ReferenceSpec:
     # Members of each etcd (None: the form's count, 3 with high availability). GEP-20's future
     # enhancement: 5 members tolerate two failures, and their budgets let two go at once.
     etcd_members: int | None = None
+    # GEP-20's "two zone cluster", which it argues against (and the conventions refuse): failure
+    # tolerance zone on a seed of exactly two zones, both used.
+    two_zones: bool = False
     zones: tuple[str, ...] = field(init=False)  # the zones the control plane uses
 
     def __post_init__(self) -> None:
@@ -84,7 +87,13 @@ class ReferenceSpec:
                                               (self.tolerance != "none") != (self.etcd_members > 1)):
             raise ConfigError(f"an etcd of the reference has 1 member without high availability, else 3, 5 or 7 (an odd "
                               f"count for a quorum); got {self.etcd_members} with failure tolerance {self.tolerance!r}")
-        object.__setattr__(self, "zones", conv.choose_zones(self.tolerance, self.seed_zones))
+        if self.two_zones:
+            if self.tolerance != "zone" or len(self.seed_zones) != 2:
+                raise ConfigError(f"GEP-20's two-zone cluster is failure tolerance 'zone' on a seed of exactly two "
+                                  f"zones; got tolerance {self.tolerance!r} on {len(self.seed_zones)} zone(s)")
+            object.__setattr__(self, "zones", tuple(self.seed_zones))
+        else:
+            object.__setattr__(self, "zones", conv.choose_zones(self.tolerance, self.seed_zones))
 
     @property
     def tolerance_annotation(self) -> str:

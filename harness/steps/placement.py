@@ -47,10 +47,13 @@ def _(region_factory: Callable[..., Environment], counts: str) -> Environment:
 
 
 @given(parsers.re(r'the reference control plane with failure tolerance "(?P<tolerance>\w+)" in the (?P<form>\w+) form'
-                  r'(?:, its etcd clusters of (?P<members>\d+) members)?'), target_fixture="shoot")
-def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str, members: str | None) -> Shoot:
+                  r'(?:, its etcd clusters of (?P<members>\d+) members)?(?P<two>, on two zones against GEP-20\'s advice)?'),
+       target_fixture="shoot")
+def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str, members: str | None,
+      two: str | None) -> Shoot:
     spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
-                         storage_class=seed.storage_class, etcd_members=int(members) if members else None)
+                         storage_class=seed.storage_class, etcd_members=int(members) if members else None,
+                         two_zones=bool(two))
     return shoots.deploy(seed, spec)
 
 

@@ -117,6 +117,14 @@ def test_zone_tolerance_refuses_fewer_than_three_zones_and_says_why(n: int, form
     assert "'node'" in message  # and what to use instead
 
 
+@forms
+def test_gep20s_two_zone_cluster_uses_both_zones_only_when_asked(form: str) -> None:
+    assert ReferenceSpec("zone", SEED[:2], form, two_zones=True).zones == SEED[:2]
+    for tolerance, zones in (("node", SEED[:2]), ("zone", SEED[:3])):
+        with pytest.raises(ConfigError, match="two-zone cluster is failure tolerance 'zone' on a seed of exactly two"):
+            ReferenceSpec(tolerance, zones, form, two_zones=True)
+
+
 @pytest.mark.parametrize(
     ("args", "match"),
     [
