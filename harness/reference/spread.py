@@ -57,17 +57,20 @@ def manifests(spec: SpreadSpec) -> list[dict[str, Any]]:
     ]
 
 
+def _every_pod(api: Any, spec: SpreadSpec) -> list[PodPlacement]:
+    return [p for p in placement.observe(api, spec.namespace)
+            if all(p.labels.get(k) == v for k, v in spec.selector.items())]
+
+
 def pods(api: Any, spec: SpreadSpec) -> list[PodPlacement]:
     """The Deployment's pods that are not being deleted."""
-    return [p for p in placement.observe(api, spec.namespace)
-            if all(p.labels.get(k) == v for k, v in spec.selector.items()) and not p.deleting]
+    return [p for p in _every_pod(api, spec) if not p.deleting]
 
 
 def unsettled(api: Any, spec: SpreadSpec, replicas: int) -> str | None:
     """None once the Deployment has `replicas` pods, each Running and ready or held Pending by the
     scheduler, and none of an older revision is left (not even terminating); else what is not."""
-    every = [p for p in placement.observe(api, spec.namespace)
-             if all(p.labels.get(k) == v for k, v in spec.selector.items())]
+    every = _every_pod(api, spec)
     if len(every) != replicas:
         return f"{len(every)} pods of {replicas}: {placement.table(every)}"
     if len({p.labels.get(REVISION_LABEL) for p in every}) > 1:

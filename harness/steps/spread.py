@@ -13,6 +13,7 @@ from pytest_bdd import parsers, then, when
 
 from harness import judge
 from harness.config import Config
+from harness.errors import ConfigError
 from harness.kube import cluster
 from harness.probes import placement
 from harness.providers.base import Seed
@@ -42,7 +43,8 @@ class Spread:
 
 
 def _named(s: Spread, name: str) -> Spread:
-    judge.equal(s.spec.name, name, "the Deployment a step names")
+    if s.spec.name != name:
+        raise ConfigError(f"the scenario's Deployment is {s.spec.name!r}; the step names {name!r}")
     return s
 
 
