@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -69,11 +70,12 @@ def main() -> None:
         region = LocalRegion(load_config(overrides={"region.name": "cu", "etcd.snapshot_count": count}))
         region.down()
         env = region.up()
+        workdir = Path(tempfile.mkdtemp(prefix="bench-catch-up-", dir=env.config.state_dir))
         try:
-            workdir = Path(tempfile.mkdtemp(prefix="bench-catch-up-", dir=env.config.state_dir))
             for gap in (int(x) for x in args.gaps.split(",")):
                 print(f"snapshot count {count}: {one_run(env, gap, args.rate, workdir)}", flush=True)
         finally:
+            shutil.rmtree(workdir, ignore_errors=True)
             region.down()
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -71,8 +72,8 @@ def main() -> None:
     region.down()
     env = region.up()
     rows: list[tuple[str, str, str]] = []
+    workdir = Path(tempfile.mkdtemp(prefix="bench-rows-", dir=env.config.state_dir))
     try:
-        workdir = Path(tempfile.mkdtemp(prefix="bench-rows-", dir=env.config.state_dir))
         idle = _window(env, args.seconds)
         rows.append(("follower -> follower, idle (max direction)", f"{_followers(env, idle):.2f} KiB/s", "~0.25 KiB/s"))
         leader = _under(env, workdir, args.seconds, "leader")
@@ -113,6 +114,7 @@ def main() -> None:
         rows.append(("100 PUT/s through a follower: cross-zone", f"{through['total_kib_s']['wire']:.0f} KiB/s", "~517 KiB/s"))
         rows.append(("  over the leader's row", f"{excess:+.0f} %", "+25 %"))
     finally:
+        shutil.rmtree(workdir, ignore_errors=True)
         region.down()
     print(f"\n{'row (' + ('TLS' if args.tls else 'plain HTTP') + ')':<52} {'here':>22}   GEP-20")
     for name, here, gep in rows:
