@@ -128,6 +128,20 @@ def pod_uids(api: Any, namespace: str, selector: dict[str, str]) -> dict[str, st
     return {p.metadata.name: p.metadata.uid for p in pods if p.metadata.deletion_timestamp is None}
 
 
+def pod_present(api: Any, namespace: str, name: str, uid: str) -> bool:
+    """Whether that very pod (not a replacement of the same name) is still in the API: a kubelet
+    removes a deleted pod only once its containers have stopped."""
+    from kubernetes import client as k8s
+
+    try:
+        with api_errors(f"reading pod {namespace}/{name}"):
+            return bool(k8s.CoreV1Api(api).read_namespaced_pod(name, namespace).metadata.uid == uid)
+    except KubeApiError as e:
+        if e.status == 404:
+            return False
+        raise
+
+
 def restart_deployment(api: Any, namespace: str, name: str) -> None:
     """What `kubectl rollout restart` does: a new template annotation, so every pod is replaced."""
     import datetime

@@ -10,7 +10,8 @@ import time
 from pytest_bdd import parsers, then, when
 
 from harness import judge
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
+from harness.faults.runner import FaultRunner
 from harness.kube import cluster
 from harness.probes.availability import AvailabilityProbe
 from harness.providers.base import EtcdCluster
@@ -75,6 +76,49 @@ def _(shoot: Shoot, etcd: EtcdCluster, timeline: Timeline, name: str) -> Outage:
     return outage
 
 
+@when(parsers.re(r'the (?P<name>etcd-[a-z]+) member in zone "(?P<evicted>[^"]+)" is evicted and the node of the '
+                 r'member in zone "(?P<crashed>[^"]+)" fails (?P<moment>while it is away|once it is back)'),
+      target_fixture="outage")
+def _(shoot: Shoot, etcd: EtcdCluster, faults: FaultRunner, probe: AvailabilityProbe, timeline: Timeline, name: str,
+      evicted: str, crashed: str, moment: str) -> Outage:
+    """GEP-20's warning: "while an etcd member is being evicted ... another etcd member crashes"
+    loses the quorum. The budget counts the eviction but cannot refuse a crash. The member of
+    `evicted` goes through the Eviction API; the node of the member of `crashed` fails (its
+    processes die) as soon as the evicted pod has stopped (the seed's API no longer has it), or
+    once every member is back. The outage starts when the crash took effect; it heals, for the
+    figures, when the probe sees the evicted member answer again after the crash (never, when it
+    was back before). The failed node stays down until a later step or the scenario's end."""
+    view = shoot.etcds[component(name).name]
+    chosen = {z: next((m for m in view.members if m.zone == z), None) for z in (evicted, crashed)}
+    if evicted == crashed or None in chosen.values():
+        raise ConfigError(f"{name} needs a member in each of two different zones; asked for {evicted!r} and "
+                          f"{crashed!r}, it has members in {sorted({m.zone for m in view.members})}")
+    gone, node = chosen[evicted].name, chosen[crashed].node  # type: ignore[union-attr]
+    api = cluster.connect(shoot.seed.kube)
+    leader, leader_id, term = before_faults(etcd)
+    uid = cluster.pod_uids(api, shoot.spec.namespace, component(name).selector)[gone]
+    wait_for(lambda: cluster.evict(api, shoot.spec.namespace, gone, uid=uid), bool,
+             f"the budget to let {gone} be evicted", etcd.config.timeouts.recovery, interval=PASS_S)
+    timeline.mark("eviction", gone)
+    # Away once its process has stopped: a member's status requests go unanswered from the eviction
+    # on (its port-forward follows a pod being deleted), while it still votes for seconds.
+    wait_for(lambda: cluster.pod_present(api, shoot.spec.namespace, gone, uid), lambda present: not present,
+             f"the evicted pod {gone} to stop", etcd.config.timeouts.recovery, interval=0.05)
+    away = timeline.now()
+    if moment == "once it is back":
+        _back(view, shoot, name, etcd.config.timeouts.recovery * 2)
+    # The region is not whole on purpose: do not wait for it before the crash.
+    crash = faults.inject("node-kill", node, wait_healthy=False)
+    outage = Outage([crash], crash.effective_at, leader, leader_id, term)
+    back = wait_for(lambda: av.first_answer(probe.history.samples, gone, away),
+                    lambda t: t is not None, f"the probe to see {gone} answer again", etcd.config.timeouts.recovery * 2)
+    if back > outage.start:
+        outage.healed_at = back
+        outage.returned.append(gone)
+        timeline.mark("figure", f"{name}: two members away at once", value=round(back - outage.start, 3), unit="s")
+    return outage
+
+
 @when(parsers.re(r"the (?P<name>kube-apiserver) Deployment rolls out again"), target_fixture="outage")
 def _(shoot: Shoot, etcd: EtcdCluster, timeline: Timeline, name: str) -> Outage:
     """`kubectl rollout restart`: every replica replaced under the Deployment's own strategy; the
@@ -88,6 +132,24 @@ def _(shoot: Shoot, etcd: EtcdCluster, timeline: Timeline, name: str) -> Outage:
     outage = Outage([], start, leader, leader_id, term)
     outage.healed_at = timeline.now()
     return outage
+
+
+@then("no write is acknowledged while the evicted member and the crashed one are both away")
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
+    """GEP-20's loss of quorum: no write begun between the crash's effect and the probe seeing the
+    evicted member answer again was acknowledged before that answer (one begun before the crash
+    may have been committed before it)."""
+    crash, back = max(f.effective_at for f in outage.faults), outage.healed_at
+    judge.holds(back is not None, "the evicted member and the crashed one were away at once",
+                seen="the evicted member answered again before the crash")
+    begun = av.writes_begun(probe.history.samples, crash, back)  # type: ignore[arg-type]
+    acked = [s for s in begun if s.ok and s.end <= back]  # type: ignore[operator]
+    timeline.mark("figure", "writes acknowledged while two members were away", value=len(acked), unit="writes",
+                  begun=len(begun))
+    judge.holds(len(begun) > 0, "writes were begun while the evicted member and the crashed one were both away",
+                seen=f"none in {back - crash:.2f} s")  # type: ignore[operator]
+    judge.equal(len(acked), 0, f"writes acknowledged in the {back - crash:.2f} s while the evicted member and the "  # type: ignore[operator]
+                f"crashed one were both away (of {len(begun)} begun)")
 
 
 @then(parsers.re(r"at most (?P<count>\d+) (?P<name>etcd-[a-z]+) members? (?:is|are) away at a time"))

@@ -32,6 +32,16 @@ def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment
 
 
 @given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real, '
+                     'its etcd clusters of {members:d} members'), target_fixture="shoot")
+def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
+      members: int) -> Shoot:
+    """GEP-20's future enhancement running: five members tolerate two failures."""
+    spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
+                         storage_class=seed.storage_class, real=True, etcd_members=members)
+    return _run_for_real(shoots, probes, timeline, seed, env, spec)
+
+
+@given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real, '
                      'its etcd-main backed up with a delta snapshot every {delta:g} s'), target_fixture="shoot")
 def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
       delta: float) -> Shoot:

@@ -116,6 +116,11 @@ def writes_failed_between(samples: Iterable[Sample], start: float, end: float) -
     return sum(s.ok for s in inside), sum(not s.ok for s in inside)
 
 
+def writes_begun(samples: Iterable[Sample], start: float, end: float) -> list[Sample]:
+    """The writes begun inside [start, end), however and whenever they ended."""
+    return [s for s in samples if s.kind == "write" and start <= s.start < end]
+
+
 def reads_served(samples: Iterable[Sample], member: str, start: float, end: float) -> tuple[int, int]:
     """(served, failed) serializable reads of `member` inside [start, end]."""
     inside = [s for s in samples if s.kind == "read" and s.member == member and s.start >= start and s.end <= end]
@@ -169,6 +174,13 @@ def catch_up_time(samples: Iterable[Sample], member: str, t: float, target_revis
         if s.revision is not None and s.revision >= target_revision:
             return s.end - t
     return None
+
+
+def first_answer(samples: Iterable[Sample], member: str, after: float) -> float | None:
+    """When the first status request to `member` begun after `after` that came back answered was
+    sent: the earliest the member may have been back (it answered at some point of the request)."""
+    return min((s.start for s in samples if s.kind == "status" and s.ok and s.member == member and s.start >= after),
+               default=None)
 
 
 def highest_revision(samples: Iterable[Sample], until: float) -> int:

@@ -144,6 +144,18 @@ def test_members_away_at_once_count_from_a_missed_status_to_the_next_answered_on
     assert most_away(overlapping, 3.9, 10.0)[0] == 0  # outside the window nothing counts
 
 
+def test_a_member_answers_again_at_its_first_answered_status_after_a_time() -> None:
+    seen = [_status("m0", 1.0, True), _status("m0", 2.0, False), _status("m1", 2.5, True), _status("m0", 3.0, True),
+            _status("m0", 4.0, True)]
+    assert av.first_answer(seen, "m0", 1.5) == 3.0
+    assert av.first_answer(seen, "m0", 4.5) is None
+
+
+def test_writes_begun_in_a_window_count_however_they_ended() -> None:
+    samples = [w(0.9, 1.2), w(1.0, 1.3, ok=False), w(1.5, 2.5), w(2.0, 2.1)]
+    assert [s.start for s in av.writes_begun(samples, 1.0, 2.0)] == [1.0, 1.5]
+
+
 def test_each_new_term_with_a_leader_is_one_move_of_the_leadership() -> None:
     from harness.validate.availability import leaderships
 

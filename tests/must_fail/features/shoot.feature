@@ -103,3 +103,21 @@ Feature: False statements about GEP-20's experiment, judged with the reference c
     And write and read probes run every 10 ms from a client in zone "zone-b"
     When every etcd-main member is evicted, each as soon as its budget allows
     Then the leadership moves at most 0 times
+
+  @long
+  Scenario: Five members lose their quorum to an eviction and a crash
+    Fails with: writes acknowledged in the
+    Given a fresh seed with 1 nodes in each of 5 zones
+    And the reference control plane with failure tolerance "zone" in the gep20 form runs for real, its etcd clusters of 5 members
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    When the etcd-main member in zone "zone-a" is evicted and the node of the member in zone "zone-c" fails while it is away
+    Then no write is acknowledged while the evicted member and the crashed one are both away
+
+  Scenario: A crash after the evicted member is back finds it away
+    Fails with: the evicted member and the crashed one were away at once
+    Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    When the etcd-main member in zone "zone-a" is evicted and the node of the member in zone "zone-c" fails once it is back
+    Then no write is acknowledged while the evicted member and the crashed one are both away
