@@ -18,13 +18,14 @@ $(STAMP): pyproject.toml
 
 # kube-apiserver, controller manager, scheduler, kwok and etcd at pinned versions: found
 # (KUBEBUILDER_ASSETS, cache) or built once from pinned Go modules into ~/.cache/ha-harness/kube;
-# the Porcupine linearizability checker and the AWS cloud controller manager, each built once from
-# its pinned module.
+# the Porcupine linearizability checker, the AWS cloud controller manager, kube-proxy and gardener's
+# machine-controller-manager, each built once from its pinned module.
 kube-binaries: setup
 	$(VENV)/bin/python -m harness.kube
 	$(VENV)/bin/python -m harness.validate.linearizability
 	$(VENV)/bin/python -m harness.kube.cloud_controller
 	$(VENV)/bin/python -m harness.kube.kube_proxy
+	$(VENV)/bin/python -m harness.kube.machine_controller
 
 # etcd at every release harness.bugs needs (the buggy ones, some with gofail failpoints), built
 # once from pinned Go modules into ~/.cache/ha-harness/etcd; `make bugs` builds them on demand too.

@@ -99,6 +99,27 @@ def pods_on(api: Any, node: str) -> list[Any]:
         return k8s.CoreV1Api(api).list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
 
 
+FIELD_MANAGER = "ha-harness"
+
+
+def apply(api: Any, objects: list[dict[str, Any]]) -> None:
+    """Server-side apply, as `kubectl apply --server-side` does: idempotent, re-runnable."""
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    dyn = DynamicClient(api)
+    for obj in objects:
+        meta = obj["metadata"]
+        what = f"applying {obj['kind']} {meta.get('namespace', '')}/{meta['name']}".replace(" /", " ")
+        try:
+            resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        except ResourceNotFoundError:
+            raise ConfigError(f"{what}: the cluster does not serve {obj['apiVersion']} {obj['kind']}") from None
+        with api_errors(what):
+            resource.server_side_apply(body=obj, name=meta["name"], namespace=meta.get("namespace"),
+                                       field_manager=FIELD_MANAGER, force_conflicts=True)
+
+
 def evict(api: Any, namespace: str, name: str, uid: str | None = None) -> bool:
     """Ask for an eviction; False when a PodDisruptionBudget refuses it (HTTP 429). With `uid`,
     only that pod (not a replacement of the same name): one already gone counts as evicted."""

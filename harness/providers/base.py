@@ -380,6 +380,22 @@ class CloudLoadBalancers(Protocol):
 
 
 @runtime_checkable
+class MachineControllers(Protocol):
+    """Environments whose seed's nodes can be Machines of gardener's machine-controller-manager,
+    each backed by an instance in the environment's cloud (GEP-20's machines in its tables)."""
+
+    def start_machine_controllers(self, health_timeout_s: float, drain_timeout_s: float) -> str:
+        """Every node a Machine, MCM running and every Machine Running; returns their namespace.
+        `health_timeout_s`: how long a machine may be unhealthy before it is declared failed."""
+
+    def stop_machine_controllers(self) -> list[str]:
+        """Stop MCM and remove its Machines and the instances it made; what was done."""
+
+    def machines(self) -> list[dict[str, Any]]:
+        """Each Machine: {"name", "zone", "phase" (status.currentStatus.phase), "node", "deleting"}."""
+
+
+@runtime_checkable
 class CloudRequestLog(Protocol):
     """Environments whose cloud API says what was asked of it (as CloudTrail does): which actions,
     signed with which key, when."""

@@ -9,6 +9,7 @@ from typing import Any
 from harness.backup.store import StoreSpec
 from harness.errors import CapabilityMissing, ConfigError
 from harness.kube import cluster, etcd_tls
+from harness.kube.cluster import apply
 from harness.kube.agent import BACKUP_SECRET, PKI_SECRET, RUNNING_ANNOTATION
 from harness.probes import placement
 from harness.probes.placement import PodPlacement
@@ -17,26 +18,7 @@ from harness.reference.components import COMPONENTS, ETCDS
 from harness.reference.render import ETCD_VOLUME_SIZE, ReferenceSpec, backup_prefix, render, replicas
 from harness.wait import first_within, wait_for
 
-FIELD_MANAGER = "ha-harness"
 POOL_LABEL = "ha-harness/volume-pool"
-
-
-def apply(api: Any, objects: list[dict[str, Any]]) -> None:
-    """Server-side apply, as `kubectl apply --server-side` does: idempotent, re-runnable."""
-    from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
-    dyn = DynamicClient(api)
-    for obj in objects:
-        meta = obj["metadata"]
-        what = f"applying {obj['kind']} {meta.get('namespace', '')}/{meta['name']}".replace(" /", " ")
-        try:
-            resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-        except ResourceNotFoundError:
-            raise ConfigError(f"{what}: the cluster does not serve {obj['apiVersion']} {obj['kind']}") from None
-        with cluster.api_errors(what):
-            resource.server_side_apply(body=obj, name=meta["name"], namespace=meta.get("namespace"),
-                                       field_manager=FIELD_MANAGER, force_conflicts=True)
 
 
 def volume_pool(spec: ReferenceSpec) -> list[dict[str, Any]]:

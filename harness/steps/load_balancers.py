@@ -65,7 +65,7 @@ def _(env: Environment, seed: Seed, cloud_controller: dict[str, Any], probes: An
     from kubernetes import client as k8s
 
     from harness.kube import echo_service
-    from harness.reference.deploy import apply, await_namespace_gone
+    from harness.reference.deploy import await_namespace_gone
 
     api = cluster.connect(seed.kube)
     core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
@@ -73,7 +73,7 @@ def _(env: Environment, seed: Seed, cloud_controller: dict[str, Any], probes: An
     with cluster.api_errors(f"creating the namespace {NAMESPACE}"):
         core.create_namespace({"metadata": {"name": NAMESPACE}})
     request.addfinalizer(lambda: core.delete_namespace(NAMESPACE))
-    apply(api, echo_service.manifests(NAMESPACE, name, len(env.zones)))
+    cluster.apply(api, echo_service.manifests(NAMESPACE, name, len(env.zones)))
     every = sorted(n.name for n in env.nodes)
     timeout = env.config.timeouts.deploy
     wait_for(lambda: _cloud(env).load_balancer_nodes(NAMESPACE, name), lambda nodes: nodes == every,

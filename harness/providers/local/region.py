@@ -541,6 +541,27 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         return {"backing": str(path), "removed_bytes": size, "killed": users}
 
     # -- the local cloud ----------------------------------------------------
+    def start_machine_controllers(self, health_timeout_s: float, drain_timeout_s: float) -> str:
+        from harness.providers.local.machines import start_machine_controllers
+
+        return start_machine_controllers(self, health_timeout_s, drain_timeout_s)
+
+    def stop_machine_controllers(self) -> list[str]:
+        from harness.providers.local.machines import stop_machine_controllers
+
+        return stop_machine_controllers(self)
+
+    def machines(self) -> list[dict[str, Any]]:
+        from kubernetes import client as k8s
+
+        from harness.kube import cluster
+        from harness.providers.local.machines import NAMESPACE, machines
+
+        kube = self.kube()
+        if kube is None:
+            raise ConfigError(f"region {self.spec.name!r} has no seed, so no machines")
+        return machines(k8s.CustomObjectsApi(cluster.connect(kube)), NAMESPACE)
+
     def start_cloud_controller(self, version: str | None = None) -> dict[str, Any]:
         from harness.providers.local.cloud_controller import start_cloud_controller
 
