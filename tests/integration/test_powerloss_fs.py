@@ -189,7 +189,8 @@ def test_a_helper_that_died_is_cleaned_up_and_a_busy_mount_point_refused(disk: D
     assert powerloss_fs.is_mounted(disk.mount)
     with pytest.raises(OSError) as dead:
         os.listdir(disk.mount)
-    assert dead.value.errno in (errno.ENOTCONN, errno.ECONNABORTED)
+    # Which error a dead FUSE daemon's mount gives depends on whether a request was in flight.
+    assert dead.value.errno in (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO)
     result = disk.power_off()
     assert result == {"dropped_bytes": 0, "dropped_files": 0, "note": f"powerloss-fs {disk.pid} was not running: "
                                                                        "nothing was held to drop"}
