@@ -28,6 +28,20 @@ Feature: GEP-20's machines during a zone outage, kept by machine-controller-mana
     And the machines of every zone but "zone-a" are Running
 
   @long
+  Scenario: A deny-all ACL alone leaves the zone's new machine Pending with no node
+    With its credentials working, MCM terminates the instance of the machine it declared failed,
+    and its MachineSet makes a new machine in its place: the new instance runs, but its node cannot
+    join through the zone's ACL. At teardown the node gets a new instance and its Node object again.
+
+    Given a fresh seed with 1 nodes in each of 3 zones
+    And the region's cloud: a VPC with a subnet per zone and an instance per node
+    And the seed's nodes are machines of machine-controller-manager, declared failed after 10 s unhealthy
+    When zone-a's subnets get a deny-all network ACL
+    Then within 40 s the machines of zone "zone-a"'s nodes are Unknown
+    And within 150 s a new machine of zone "zone-a" is Pending
+    And the machines of every zone but "zone-a" are Running
+
+  @long
   Scenario: A failed node's machine goes Unknown while the other zones' stay Running
     Given a fresh seed with 1 nodes in each of 3 zones
     And the region's cloud: a VPC with a subnet per zone and an instance per node

@@ -116,7 +116,6 @@ class NodeDelete:
     in the ledger before the delete; its kubelet (kwok's, on the local seed) takes it up again."""
 
     kind: ClassVar[str] = "node-delete"
-    KEPT = ("labels", "annotations")
 
     def available(self, env: Environment) -> str | None:
         return _no_cluster(env)
@@ -130,28 +129,17 @@ class NodeDelete:
     def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
         from kubernetes import client as k8s
 
-        core = k8s.CoreV1Api(cluster.connect(env.kube()))  # type: ignore[arg-type]
-        with cluster.api_errors(f"reading node {target}"):
-            node = core.api_client.sanitize_for_serialization(core.read_node(target))
-        kept = {"metadata": {"name": target, **{k: node["metadata"].get(k) or {} for k in self.KEPT}},
-                "spec": {k: v for k, v in (node.get("spec") or {}).items() if k in ("providerID", "taints", "unschedulable")}}
+        api = cluster.connect(env.kube())  # type: ignore[arg-type]
+        kept = cluster.node_record(api, target)
         ctx.record({"node": kept})  # before the delete: a crash after it still knows what to make again
         with cluster.api_errors(f"deleting node {target}"):
-            core.delete_node(target)
+            k8s.CoreV1Api(api).delete_node(target)
         return {"node": kept}
 
     def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
         return None if target in [n.name for n in cluster.node_views(cluster.connect(env.kube()))] else {"deleted": target}
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
-        from kubernetes import client as k8s
-
         if env.kube() is None or "node" not in data:
             return  # nothing was deleted (or no cluster left to make it in)
-        core = k8s.CoreV1Api(cluster.connect(env.kube()))  # type: ignore[arg-type]
-        with cluster.api_errors(f"making node {target} again"):
-            try:
-                core.create_node({"apiVersion": "v1", "kind": "Node", **data["node"]})
-            except k8s.ApiException as e:
-                if e.status != 409:  # there already: healed before, or never deleted
-                    raise
+        cluster.make_node(cluster.connect(env.kube()), data["node"])  # type: ignore[arg-type]

@@ -83,6 +83,32 @@ def node_views(api: Any) -> list[NodeView]:
     return out
 
 
+def node_record(api: Any, name: str) -> dict[str, Any]:
+    """What it takes to make a node again once it was deleted (by a fault, or by a machine
+    controller that gave up on its machine): labels, annotations, provider ID, taints."""
+    from kubernetes import client as k8s
+
+    core = k8s.CoreV1Api(api)
+    with api_errors(f"reading node {name}"):
+        node = core.api_client.sanitize_for_serialization(core.read_node(name))
+    return {"metadata": {"name": name, **{k: node["metadata"].get(k) or {} for k in ("labels", "annotations")}},
+            "spec": {k: v for k, v in (node.get("spec") or {}).items() if k in ("providerID", "taints", "unschedulable")}}
+
+
+def make_node(api: Any, record: dict[str, Any]) -> bool:
+    """Make a node again from its `node_record`; False if it is there already."""
+    from kubernetes import client as k8s
+
+    with api_errors(f"making node {record['metadata']['name']} again"):
+        try:
+            k8s.CoreV1Api(api).create_node({"apiVersion": "v1", "kind": "Node", **record})
+        except k8s.ApiException as e:
+            if e.status != 409:
+                raise
+            return False
+    return True
+
+
 def set_cordon(api: Any, node: str, cordoned: bool) -> None:
     from kubernetes import client as k8s
 

@@ -58,6 +58,12 @@ def _(etcd: EtcdCluster, faults: FaultRunner, zone: str) -> Outage:
     return apply_faults(etcd, faults, [("aws-zone-outage", zone, {}), ("aws-revoke-credentials", "machine-controller", {})])
 
 
+@when(parsers.parse("{zone}'s subnets get a deny-all network ACL"), target_fixture="outage")
+def _(etcd: EtcdCluster, faults: FaultRunner, zone: str) -> Outage:
+    """The zone's network alone: the machine credentials keep working."""
+    return apply_faults(etcd, faults, [("aws-zone-outage", zone, {})])
+
+
 @when(parsers.parse("{zone}'s subnets get a network ACL denying the other zones"), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, zone: str) -> Outage:
     return apply_faults(etcd, faults, [("aws-zone-outage", zone, {"scope": "availability-zone"})])

@@ -29,7 +29,8 @@ from harness.config import load_config
 from harness.errors import EnvironmentStateError, HarnessError
 from harness.kube.processes import ProcessRecord
 from harness.providers.base import Cloud
-from harness.providers.local.cloud import TAG_NODE, TAG_ZONE, start_cloud, start_reconciler, status_path, workdir
+from harness.providers.local.cloud import (TAG_NODE, TAG_ZONE, replace_instance, start_cloud, start_reconciler,
+                                          status_path, workdir)
 from harness.providers.local.kubernetes import start_for
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.local.uplink import ensure_uplink, uplink_address, uplink_up
@@ -270,6 +271,21 @@ def test_a_restarted_reconciler_neither_kills_twice_nor_forgets_to_restore(
                                   f"zone-c-1: instance {instance} is still stopped but its node runs processes: node killed",
                                   f"zone-c-1: instance {instance} runs again: node restored")
     assert said in ([killed, restored], [restored], [finished, restored])
+    assert reconciler_status(env)["killed"] == {}
+
+
+def test_a_node_whose_instance_was_terminated_comes_back_on_a_new_one(cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    env, access = cloud
+    ec2 = ec2_client(access)
+    old = env.refresh()["cloud"]["instances"]["zone-a-1"]  # etcd-0's node
+    ec2.terminate_instances(InstanceIds=[old])
+    wait_for(lambda: reconciler_status(env)["killed"], lambda k: "zone-a-1" in k, "zone-a-1 killed", timeout=5.0)
+    new = replace_instance(env, "zone-a-1")
+    wait_for(lambda: env.refresh() and env.member_running("etcd-0"), bool, "etcd-0 back with its node", timeout=10.0)
+    env.wait_healthy()
+    assert new != old and env.state["cloud"]["instances"]["zone-a-1"] == new
+    tags = ec2.describe_instances(InstanceIds=[new])["Reservations"][0]["Instances"][0]["Tags"]
+    assert {"Key": TAG_NODE, "Value": "zone-a-1"} in tags
     assert reconciler_status(env)["killed"] == {}
 
 

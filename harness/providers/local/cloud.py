@@ -239,6 +239,24 @@ def _populate(env: LocalEnvironment, endpoint: str, region: str, azs: Mapping[st
     return access
 
 
+def replace_instance(env: LocalEnvironment, node: str) -> str:
+    """A new instance for a node whose own was terminated (by a machine controller that gave up on
+    it): the reconciler brings the node back once it runs. moto keeps a terminated instance's
+    address taken, so the new one gets any address of the subnet; the node keeps its own."""
+    access = cloud_access(env.refresh())
+    if access is None:
+        raise EnvironmentStateError(f"region {env.spec.name!r} has no populated local cloud")
+    zone = env.node(node).zone
+    ec2 = access.client("ec2")
+    with aws_call(f"creating a new instance for node {node}"):
+        instance_id = str(ec2.run_instances(
+            ImageId=IMAGE_ID, InstanceType="t3.micro", MinCount=1, MaxCount=1, SubnetId=env.state["cloud"]["subnets"][zone],
+            TagSpecifications=_tags("instance", {TAG_CHAOS: CHAOS_ALLOWED, TAG_NODE: node, "Name": node})
+        )["Instances"][0]["InstanceId"])
+    env.update(lambda st: st["cloud"]["instances"].update({node: instance_id}))
+    return instance_id
+
+
 def _tags(resource: str, tags: Mapping[str, str]) -> list[dict[str, Any]]:
     return [{"ResourceType": resource, "Tags": tag_list(tags)}]
 

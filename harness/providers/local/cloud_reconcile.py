@@ -113,6 +113,8 @@ class Reconciler:
             found = [i for page in self.ec2.get_paginator("describe_instances").paginate(
                 Filters=[{"Name": "vpc-id", "Values": [self.vpc_id]}])
                 for r in page["Reservations"] for i in r["Instances"]]
+        # A node may have been given a new instance (cloud.replace_instance) since the last pass.
+        self.instances = (self.env.refresh().get("cloud") or {}).get("instances", self.instances)
         self.apply_instances({i["InstanceId"]: i["State"]["Name"] for i in found})
         with aws_call("reading the load balancers"):
             elbs = [d for page in self.elb.get_paginator("describe_load_balancers").paginate()

@@ -14,6 +14,7 @@ at teardown, before the faults heal), and run it on a region of the scenario's o
 
 from __future__ import annotations
 
+import json
 import socket
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +64,9 @@ def start_machine_controllers(env: LocalEnvironment, health_timeout_s: float, dr
     zones = {z: {"subnet": cloud["subnets"][z], "availability_zone": access.az(z), "image_id": access.image_id,
                  "instance_type": access.instance_type} for z in env.zones}
     nodes = {n.name: n.zone for n in env.nodes}
-    env.update(lambda st: st.update(machine_controllers={"namespace": NAMESPACE, "processes": {}}))
+    # MCM deletes the Node of a machine it gives up on: what makes it again at stop, kept first.
+    kept = {name: cluster.node_record(api, name) for name in nodes}
+    env.update(lambda st: st.update(machine_controllers={"namespace": NAMESPACE, "processes": {}, "nodes": kept}))
     cluster.apply(api, mc.objects(NAMESPACE, zones, secret, nodes))
     cluster.apply(api, mc.machine_sets(NAMESPACE, {z: sum(1 for zone in nodes.values() if zone == z) for z in env.zones}))
     for which, name in COMPONENTS.items():
@@ -93,8 +96,9 @@ def machines(custom: Any, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
 
 def stop_machine_controllers(env: LocalEnvironment) -> list[str]:
     """Stop both controllers, then remove what they kept: the Machine objects (their finalizers
-    are MCM's), the namespace and the instances made for new Machines. The nodes' own instances
-    stay. Returns what was done."""
+    are MCM's), the namespace and the instances made for new Machines; and give back what they
+    took: a node whose instance MCM terminated gets a new one (the reconciler then brings the node
+    back), and its Node object again. Returns what was done."""
     from kubernetes import client as k8s
 
     record = env.refresh().get("machine_controllers")
@@ -118,6 +122,7 @@ def stop_machine_controllers(env: LocalEnvironment) -> list[str]:
                     raise
         done.append(f"deleted namespace {record['namespace']}")
     done += _terminate_made_instances(env)
+    done += _restore_nodes(env, record.get("nodes") or {})
     env.update(lambda st: st.pop("machine_controllers", None))
     return done
 
@@ -169,6 +174,47 @@ def _terminate_made_instances(env: LocalEnvironment) -> list[str]:
         with aws_call(f"terminating {', '.join(found)}"):
             ec2.terminate_instances(InstanceIds=found)
     return [f"terminated instance {i}" for i in found]
+
+
+def _restore_nodes(env: LocalEnvironment, kept: dict[str, dict[str, Any]]) -> list[str]:
+    """The nodes whose instances MCM terminated on new instances, running again, and the Node
+    objects MCM deleted made again from what was kept before it started."""
+    from harness.providers.local.cloud import cloud_access, replace_instance, status_path
+
+    state = env.refresh()
+    access = cloud_access(state)
+    done: list[str] = []
+    if access is not None:
+        instances = dict(state["cloud"]["instances"])
+        with aws_call("reading the states of the nodes' instances"):
+            states = {i["InstanceId"]: i["State"]["Name"] for r in access.client("ec2").describe_instances(
+                InstanceIds=list(instances.values()))["Reservations"] for i in r["Instances"]}
+        gone = [n for n, i in instances.items() if states.get(i) in ("shutting-down", "terminated")]
+        for node in gone:
+            new = replace_instance(env, node)
+            done.append(f"node {node}: instance {instances[node]} was terminated, new instance {new}")
+            record = kept.get(node, {}).get("spec") or {}
+            if str(record.get("providerID", "")).endswith(instances[node]):
+                record["providerID"] = record["providerID"].removesuffix(instances[node]) + new
+
+        def still_killed() -> list[str]:
+            try:
+                killed = json.loads(status_path(env.config, env.spec.name).read_text()).get("killed") or {}
+            except (OSError, ValueError):
+                return gone
+            return [n for n in gone if n in killed]
+
+        if gone:
+            wait_for(still_killed, lambda left: not left, f"the cloud reconciler to bring back {', '.join(gone)}",
+                     env.config.timeouts.member_ready, interval=0.25)
+    kube = env.kube()
+    if kube is not None and kept:
+        api = cluster.connect(kube)
+        present = {n.name for n in cluster.node_views(api)}
+        for name, node in kept.items():
+            if name not in present and cluster.make_node(api, node):
+                done.append(f"made node {name} again")
+    return done
 
 
 def _free_port() -> int:
