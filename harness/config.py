@@ -37,6 +37,9 @@ class Timeouts:
     fault_max_duration: float = 900.0
 
 
+ETCD_LOG_LEVELS = ("debug", "info", "warn", "error", "panic", "fatal")
+
+
 @dataclass(frozen=True)
 class EtcdSettings:
     binary: str | None = None  # a binary of your own (e.g. Debian's 3.4: /usr/bin/etcd); None: `version`
@@ -57,8 +60,14 @@ class EtcdSettings:
     # Clients and peers over TLS, each side checking the other's certificate (as GEP-20's figures
     # were measured and etcd-druid runs it); the region makes its own CA at `up`.
     tls: bool = False
+    # --log-level (None: etcd's info). "debug" adds raft's own account of every rejected append,
+    # which benchmarks/catch_up.py counts; it logs every applied entry too, so it costs CPU.
+    log_level: str | None = None
 
     def __post_init__(self) -> None:
+        if self.log_level is not None and self.log_level not in ETCD_LOG_LEVELS:
+            raise ConfigError(f"[etcd] log_level is one of {', '.join(ETCD_LOG_LEVELS)} (etcd's --log-level), "
+                              f"got {self.log_level!r}")
         q = self.quota_backend_mib
         if q is not None and (isinstance(q, bool) or not isinstance(q, int) or not 1 <= q <= 8192):
             raise ConfigError(f"[etcd] quota_backend_mib is the backend's quota in MiB, 1-8192 (etcd's default: 2048), "

@@ -4,9 +4,13 @@ behind was sent about 120 MiB/s by the leader for about 40 s).
 Observed through the environment's protocols only: the bytes that crossed each pair of zones
 from just before the member's return until it reached the revision the leader had when it
 returned (harness/probes/traffic.py), how long that took, whether the leader sent it a snapshot
-(the leader's `etcd_network_snapshot_send_success{To=<member>}`), and the leader's CPU seconds
-per second (`process_cpu_seconds_total`) before the return and during the catch-up. A reading
-that fails raises: a catch-up measured without one of them is not measured.
+(the leader's `etcd_network_snapshot_send_success{To=<member>}`), the leader's CPU seconds
+per second (`process_cpu_seconds_total`) before the return and during the catch-up, and where
+the wire's bytes come from: what the leader itself counts as sent to the member
+(`etcd_network_peer_sent_bytes_total{To}`: raft messages on its streams and pipeline, and a
+snapshot's whole size) and its database's size (`etcd_mvcc_db_total_size_in_bytes`: what a
+snapshot sends, every revision not yet compacted, not only the missing ones). A reading that
+fails raises: a catch-up measured without one of them is not measured.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ class LeaderReading:
     at: float  # time.monotonic()
     snapshots_sent: float  # to the member catching up
     cpu_seconds: float
+    sent_bytes: float  # to the member catching up, as the leader counts them
+    db_bytes: float
 
 
 def leader_reading(etcd: EtcdCluster, leader: str, member_id: str) -> LeaderReading:
@@ -43,11 +49,18 @@ def leader_reading(etcd: EtcdCluster, leader: str, member_id: str) -> LeaderRead
             name = sample.name.removesuffix("_total")
             if name == "etcd_network_snapshot_send_success" and sample.labels.get("To") == member_id:
                 values["sent"] = sample.value
-            elif name == "process_cpu_seconds":
-                values["cpu"] = sample.value
-    if "cpu" not in values:
-        raise HarnessError(f"{leader}'s metrics have no process_cpu_seconds_total")
-    return LeaderReading(at, values.get("sent", 0.0), values["cpu"])  # no series yet: none sent
+            elif name == "etcd_network_peer_sent_bytes" and sample.labels.get("To") == member_id:
+                values["bytes"] = sample.value
+            elif name in ("process_cpu_seconds", "etcd_mvcc_db_total_size_in_bytes"):
+                values[name] = sample.value
+    missing = [shown for n, shown in (("process_cpu_seconds", "process_cpu_seconds_total"),
+                                      ("etcd_mvcc_db_total_size_in_bytes", "etcd_mvcc_db_total_size_in_bytes"))
+               if n not in values]
+    if missing:
+        raise HarnessError(f"{leader}'s metrics have no {' and no '.join(missing)}")
+    # No series yet for the member: nothing sent to it.
+    return LeaderReading(at, values.get("sent", 0.0), values["process_cpu_seconds"], values.get("bytes", 0.0),
+                         values["etcd_mvcc_db_total_size_in_bytes"])
 
 
 def _status(etcd: EtcdCluster, member: str) -> Status:
@@ -90,7 +103,8 @@ class CatchUp:
     def end(self, returned: Callable[[], object], timeout: float) -> dict[str, Any]:
         """`returned()` brings the member's zone back; then until the member has the revision the
         leader had right after. Figures: seconds, behind (revisions), MiB per zone pair, the
-        leader's snapshots sent to it, its CPU per second before and during."""
+        leader's snapshots sent to it, the MiB it counts as sent to it and its database's size,
+        its CPU per second before and during."""
         from harness.validate.traffic import rates
 
         assert self.first is not None and self.baseline is not None, "begin() first"
@@ -109,6 +123,8 @@ class CatchUp:
                         for pair, v in figures["pairs"].items()},
                 "window_s": figures["seconds"], "not_available": figures.get("not_available", {}),
                 "snapshots_sent": reached.snapshots_sent - last.snapshots_sent,
+                "leader_counted_mib": round((reached.sent_bytes - last.sent_bytes) / 2**20, 2),
+                "leader_db_mib": round(reached.db_bytes / 2**20, 2),
                 "leader": self.leader,
                 "leader_cpu_before": round((last.cpu_seconds - before.cpu_seconds) / (last.at - before.at), 3),
                 "leader_cpu_during": round((reached.cpu_seconds - last.cpu_seconds) / max(reached.at - last.at, 1e-3), 3)}

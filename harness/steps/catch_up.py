@@ -62,6 +62,8 @@ def _(env: Any, etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, targ
         if mib is not None:
             timeline.mark("figure", f"catch-up {pair}", value=mib, unit="MiB")
     timeline.mark("figure", "snapshots the leader sent it", value=figures["snapshots_sent"], unit="")
+    timeline.mark("figure", "MiB the leader counts as sent to it", value=figures["leader_counted_mib"], unit="MiB")
+    timeline.mark("figure", "the leader's database", value=figures["leader_db_mib"], unit="MiB")
     for when_ in ("before", "during"):
         timeline.mark("figure", f"leader CPU {when_} the catch-up", value=figures[f"leader_cpu_{when_}"], unit="s/s")
     return outage

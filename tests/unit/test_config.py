@@ -82,3 +82,17 @@ def test_missing_config_file(tmp_path: Path) -> None:
 def test_unknown_override() -> None:
     with pytest.raises(ConfigError, match="unknown setting 'nodes'"):
         load_config(overrides={"nodes": 3}, environ={})
+
+
+def test_etcd_log_level_is_one_of_etcds_and_reaches_its_flags(tmp_path: Path) -> None:
+    from harness.providers.base import Member
+    from harness.providers.local.etcd import EtcdBinary, member_args
+
+    with pytest.raises(ConfigError, match=r"\[etcd\] log_level is one of debug, info, .*got 'verbose'"):
+        load_config(overrides={"etcd.log_level": "verbose"}, environ={})
+    settings = load_config(overrides={"etcd.log_level": "debug"}, environ={}).etcd
+    member = Member("etcd-0", "zone-a-1", "zone-a", "http://10.0.1.11:2379", "http://10.0.1.11:2380")
+    binary = EtcdBinary("/bin/etcd", "/bin/etcdctl", "3.5.35")
+    assert "--log-level=debug" in member_args(binary, member, "", tmp_path, settings, "t")
+    plain = member_args(binary, member, "", tmp_path, load_config(environ={}).etcd, "t")
+    assert not any(a.startswith("--log-level") for a in plain)

@@ -100,6 +100,8 @@ def member_args(
         args.append("--unsafe-no-fsync")
     if settings.backend_batch_interval_ms is not None:
         args.append(f"--backend-batch-interval={settings.backend_batch_interval_ms}ms")
+    if settings.log_level is not None:
+        args.append(f"--log-level={settings.log_level}")
     return args
 
 
