@@ -155,7 +155,8 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
 @then(parsers.re(r"at most (?P<count>\d+) (?P<name>etcd-[a-z]+) members? (?:is|are) away at a time"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: str, name: str) -> None:
     """From the probe's status requests, as its clients see the members: a member is away from one
-    it did not answer (its pod gone from the seed, or not answering) until the next one it did."""
+    it did not answer (its pod gone from the seed, or not answering) until the next one it did was
+    sent (av.most_away)."""
     component(name)
     most, at, who = av.most_away(probe.history.samples, outage.start, outage.healed_at or timeline.now())
     timeline.mark("figure", f"{name} members away at once, at most", value=most, unit="")

@@ -148,14 +148,31 @@ def terms_seen(samples: Iterable[Sample], start: float, end: float) -> set[int]:
 
 
 def most_away(samples: Iterable[Sample], start: float, end: float) -> tuple[int, float | None, list[str]]:
-    """The most members away at once inside [start, end], when that was first seen, and which: a
-    member is away from a status request it did not answer until the next one it answered."""
+    """The most members away at once inside [start, end], when that was first seen, and which. A
+    member is away from the start of a status request it did not answer until the start of the
+    next one it answered (it answered at some moment of that request, so it may have been back
+    from its start: a slow answer is no proof of two away at once), or until the window's end."""
+    seen: dict[str, list[Sample]] = {}
+    for s in samples:
+        if s.kind == "status" and start <= s.start <= end:
+            seen.setdefault(s.member, []).append(s)
+    changes: list[tuple[float, int, str]] = []  # (when, +1 away / -1 back, member)
+    for member, requests in seen.items():
+        since: float | None = None
+        for s in sorted(requests, key=lambda s: s.start):
+            if not s.ok and since is None:
+                since = s.start
+            elif s.ok and since is not None:
+                changes += [(since, 1, member), (s.start, -1, member)]
+                since = None
+        if since is not None:
+            changes += [(since, 1, member), (end, -1, member)]
     away: set[str] = set()
     most: tuple[int, float | None, list[str]] = (0, None, [])
-    for s in sorted((s for s in samples if s.kind == "status" and start <= s.start <= end), key=lambda s: s.end):
-        (away.discard if s.ok else away.add)(s.member)
+    for at, change, member in sorted(changes, key=lambda c: (c[0], c[1])):  # a return first at the same instant
+        (away.add if change > 0 else away.discard)(member)
         if len(away) > most[0]:
-            most = (len(away), s.end, sorted(away))
+            most = (len(away), at, sorted(away))
     return most
 
 
