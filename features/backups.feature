@@ -111,6 +111,7 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
     And all members end with equal HashKV
     And no acknowledged write is lost
 
+  @long
   Scenario: The shoot's etcd-main on the seed, backed up by the sidecars its node agents run beside the members
     The reference control plane on the local seed, with a backup-restore container in each
     etcd-main pod (etcd-druid's layout): the node agent runs the sidecar beside the member with

@@ -36,6 +36,7 @@ Feature: A Service's cloud load balancer keeps its nodes through a zone outage (
     When node "zone-c-2" is deleted
     Then within 30 s node "zone-c-2" leaves the load balancer of service "web"
 
+  @long
   Scenario: Before KEP-3458 the same outage takes the zone's nodes out of the load balancer and cuts their connections
     cloud-provider-aws v1.25.0, the last release before the KEP, takes a NotReady node out of every
     load balancer: the churn the KEP ends, told apart from it on the same outage.

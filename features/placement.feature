@@ -33,6 +33,10 @@ Feature: The real scheduler places the reference HA control plane
     Examples:
       | form        | apiservers |
       | gep20       | 3          |
+
+    @long
+    Examples:
+      | form        | apiservers |
       | conventions | 2          |
 
   Scenario Outline: Two nodes in the zone cannot hold a three-member etcd (<form> form)
@@ -69,7 +73,7 @@ Feature: The real scheduler places the reference HA control plane
       | gardener-resource-manager | zone-a | Running |
       | gardener-resource-manager | zone-a | Running |
 
-  @gep20_findings
+  @gep20_findings @long
   Scenario: Five etcd members over five zones, each budget letting two go
     GEP-20's future enhancement: "for a 3 member etcd cluster, fault tolerance is 1 and for a 5
     member etcd cluster, fault tolerance is 2", and the members that may be evicted at a time
