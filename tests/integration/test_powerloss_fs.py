@@ -90,6 +90,22 @@ def test_fsynced_and_fdatasynced_data_survive_a_power_loss(disk: Disk) -> None:
     disk.stop()
 
 
+def test_a_child_has_exited_only_once_reaped() -> None:
+    """A helper of ours turns from running to gone through a moment when /proc no longer names it
+    but it is not reaped yet: exited() must not answer True then, or stop() leaves it behind."""
+    child = subprocess.Popen(["sleep", "30"])  # not named powerloss-fs, as a helper mid-exit
+    try:
+        assert not powerloss_fs.exited(child.pid)
+    finally:
+        child.kill()
+    deadline = time.monotonic() + TIMEOUT
+    while not powerloss_fs.exited(child.pid):
+        assert time.monotonic() < deadline, "the killed child never counted as exited"
+        time.sleep(0.01)
+    assert not Path(f"/proc/{child.pid}").exists(), "exited, yet not reaped"
+    child.returncode = -signal.SIGKILL  # reaped above: Popen must not wait for it again
+
+
 def test_data_never_fsynced_is_gone_and_counted(disk: Disk) -> None:
     mnt = disk.start()
     data = os.urandom(10_000)

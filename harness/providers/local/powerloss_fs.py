@@ -104,13 +104,16 @@ def _is_helper(pid: int) -> bool:
 
 
 def exited(pid: int) -> bool:
-    """Whether `pid` is no longer a running powerloss-fs; reaps it if it is our child."""
+    """Whether `pid` is no longer a running powerloss-fs; reaps it if it is our child.
+
+    Our child (start() in this process) has exited only once reaped: while it exits, its
+    cmdline is already empty before it turns zombie, and judging it by /proc then would leave
+    it unreaped.
+    """
     try:
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our child (start() in this process): reap it
-            return True
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
     except ChildProcessError:
-        pass
-    return not _is_helper(pid)
+        return not _is_helper(pid)
 
 
 def _wait_exit(pid: int, timeout: float) -> bool:
