@@ -15,7 +15,7 @@ from harness.aws import credentials, instances, nacl
 from harness.aws.access import AwsAccess
 from harness.errors import ConfigError
 from harness.faults.base import Injection, lacks
-from harness.providers.base import Cloud, Environment, NodeFailures, RoutedCloud
+from harness.providers.base import Cloud, Environment, NodeFailures, NodeInstances, RoutedCloud
 
 
 def _access(env: Environment) -> AwsAccess:
@@ -167,7 +167,11 @@ class AwsInstanceFailure:
         return instances.state_reached(_access(env).client("ec2"), data, self.mode)
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        """A stopped instance started again; a terminated one replaced where the environment stands
+        in for the machine controller (the local cloud), else left to the machine controller."""
         instances.heal_instance(_access(env).client("ec2"), data)
+        if self.mode == "terminate" and data.get("instance_id") and isinstance(env, NodeInstances):
+            env.replace_terminated_instance(str(data["instance_id"]))
 
 
 def instance_of(access: AwsAccess, node: str) -> str:

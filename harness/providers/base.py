@@ -534,6 +534,16 @@ class RoutedCloud(Protocol):
         """Evidence that the zone's traffic is judged by one of `acl_ids` and was dropped; None before."""
 
 
+@runtime_checkable
+class NodeInstances(Protocol):
+    """A cloud where nothing else would give a node whose instance was terminated a new one (the
+    local cloud; on AWS that is the machine controller's job, not the harness's)."""
+
+    def replace_terminated_instance(self, instance_id: str) -> str | None:
+        """The node that stood on `instance_id`, terminated, on a new instance and running again;
+        the new instance's id, None when `instance_id` is no node's or was not terminated."""
+
+
 class Provider(Protocol):
     name: str
 

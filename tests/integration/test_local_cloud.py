@@ -27,14 +27,15 @@ from harness.aws.access import AwsAccess, Credentials
 from harness.aws.nacl import apply_zone_outage, heal_zone_outage, plan_zone_outage
 from harness.config import load_config
 from harness.errors import EnvironmentStateError, HarnessError
+from harness.faults.runner import FaultRunner
 from harness.kube.processes import ProcessRecord
 from harness.providers.base import Cloud
-from harness.providers.local.cloud import (TAG_NODE, TAG_ZONE, replace_instance, start_cloud, start_reconciler,
-                                          status_path, workdir)
+from harness.providers.local.cloud import TAG_NODE, TAG_ZONE, start_cloud, start_reconciler, status_path, workdir
 from harness.providers.local.kubernetes import start_for
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.local.uplink import ensure_uplink, uplink_address, uplink_up
 from harness.providers.state import state_path
+from harness.timeline import Timeline
 from harness.wait import wait_for
 from tests.integration.conftest import reachable
 
@@ -274,19 +275,26 @@ def test_a_restarted_reconciler_neither_kills_twice_nor_forgets_to_restore(
     assert reconciler_status(env)["killed"] == {}
 
 
-def test_a_node_whose_instance_was_terminated_comes_back_on_a_new_one(cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+def test_a_terminated_instance_heals_as_a_new_instance_for_its_node(cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
+    """The local cloud has no machine controller: the fault's heal gives the node a new instance."""
     env, access = cloud
     ec2 = ec2_client(access)
     old = env.refresh()["cloud"]["instances"]["zone-a-1"]  # etcd-0's node
-    ec2.terminate_instances(InstanceIds=[old])
-    wait_for(lambda: reconciler_status(env)["killed"], lambda k: "zone-a-1" in k, "zone-a-1 killed", timeout=5.0)
-    new = replace_instance(env, "zone-a-1")
-    wait_for(lambda: env.refresh() and env.member_running("etcd-0"), bool, "etcd-0 back with its node", timeout=10.0)
+    runner = FaultRunner(env, Timeline())
+    fault = runner.inject("aws-instance-terminate", "zone-a-1")
+    try:
+        wait_for(lambda: env.refresh() and env.member_running("etcd-0"), lambda running: not running,
+                 "etcd-0 killed with its node", timeout=5.0)
+        assert env.replace_terminated_instance(env.state["cloud"]["instances"]["zone-b-1"]) is None  # it runs
+    finally:
+        runner.heal(fault)
+    new = env.refresh()["cloud"]["instances"]["zone-a-1"]
+    assert new != old and env.member_running("etcd-0")
     env.wait_healthy()
-    assert new != old and env.state["cloud"]["instances"]["zone-a-1"] == new
     tags = ec2.describe_instances(InstanceIds=[new])["Reservations"][0]["Instances"][0]["Tags"]
     assert {"Key": TAG_NODE, "Value": "zone-a-1"} in tags
     assert reconciler_status(env)["killed"] == {}
+    assert env.replace_terminated_instance(old) is None  # no node's instance any more: healed once
 
 
 def test_the_reconciler_outlives_an_api_that_fails(region: LocalRegion, cloud: tuple[LocalEnvironment, AwsAccess]) -> None:

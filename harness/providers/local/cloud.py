@@ -22,7 +22,7 @@ import socket
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -255,6 +255,33 @@ def replace_instance(env: LocalEnvironment, node: str) -> str:
         )["Instances"][0]["InstanceId"])
     env.update(lambda st: st["cloud"]["instances"].update({node: instance_id}))
     return instance_id
+
+
+def replace_terminated(env: LocalEnvironment, nodes: Collection[str]) -> dict[str, tuple[str, str]]:
+    """Each of `nodes` whose instance was terminated on a new instance, and running again once the
+    reconciler restored it: node -> (old instance, new instance)."""
+    state = env.refresh()
+    access = cloud_access(state)
+    instances = {n: i for n, i in (state.get("cloud") or {}).get("instances", {}).items() if n in nodes}
+    if access is None or not instances:
+        return {}
+    with aws_call("reading the states of the nodes' instances"):
+        states = {i["InstanceId"]: i["State"]["Name"] for r in access.client("ec2").describe_instances(
+            InstanceIds=list(instances.values()))["Reservations"] for i in r["Instances"]}
+    replaced = {n: (old, replace_instance(env, n)) for n, old in instances.items()
+                if states.get(old) in ("shutting-down", "terminated")}
+
+    def still_killed() -> list[str]:
+        try:
+            killed = json.loads(status_path(env.config, env.spec.name).read_text()).get("killed") or {}
+        except (OSError, ValueError):
+            return list(replaced)
+        return [n for n in replaced if n in killed]
+
+    if replaced:
+        wait_for(still_killed, lambda left: not left, f"the cloud reconciler to bring back {', '.join(replaced)}",
+                 env.config.timeouts.member_ready, interval=0.25)
+    return replaced
 
 
 def _tags(resource: str, tags: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -14,7 +14,6 @@ at teardown, before the faults heal), and run it on a region of the scenario's o
 
 from __future__ import annotations
 
-import json
 import socket
 from typing import TYPE_CHECKING, Any
 
@@ -179,34 +178,14 @@ def _terminate_made_instances(env: LocalEnvironment) -> list[str]:
 def _restore_nodes(env: LocalEnvironment, kept: dict[str, dict[str, Any]]) -> list[str]:
     """The nodes whose instances MCM terminated on new instances, running again, and the Node
     objects MCM deleted made again from what was kept before it started."""
-    from harness.providers.local.cloud import cloud_access, replace_instance, status_path
+    from harness.providers.local.cloud import replace_terminated
 
-    state = env.refresh()
-    access = cloud_access(state)
     done: list[str] = []
-    if access is not None:
-        instances = dict(state["cloud"]["instances"])
-        with aws_call("reading the states of the nodes' instances"):
-            states = {i["InstanceId"]: i["State"]["Name"] for r in access.client("ec2").describe_instances(
-                InstanceIds=list(instances.values()))["Reservations"] for i in r["Instances"]}
-        gone = [n for n, i in instances.items() if states.get(i) in ("shutting-down", "terminated")]
-        for node in gone:
-            new = replace_instance(env, node)
-            done.append(f"node {node}: instance {instances[node]} was terminated, new instance {new}")
-            record = kept.get(node, {}).get("spec") or {}
-            if str(record.get("providerID", "")).endswith(instances[node]):
-                record["providerID"] = record["providerID"].removesuffix(instances[node]) + new
-
-        def still_killed() -> list[str]:
-            try:
-                killed = json.loads(status_path(env.config, env.spec.name).read_text()).get("killed") or {}
-            except (OSError, ValueError):
-                return gone
-            return [n for n in gone if n in killed]
-
-        if gone:
-            wait_for(still_killed, lambda left: not left, f"the cloud reconciler to bring back {', '.join(gone)}",
-                     env.config.timeouts.member_ready, interval=0.25)
+    for node, (old, new) in replace_terminated(env, [n.name for n in env.nodes]).items():
+        done.append(f"node {node}: instance {old} was terminated, new instance {new}")
+        record = kept.get(node, {}).get("spec") or {}
+        if str(record.get("providerID", "")).endswith(old):
+            record["providerID"] = record["providerID"].removesuffix(old) + new
     kube = env.kube()
     if kube is not None and kept:
         api = cluster.connect(kube)

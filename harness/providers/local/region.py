@@ -582,6 +582,14 @@ class LocalEnvironment(StateBacked, EtcdMembers):
 
         return load_balancer_health(self, namespace, service)
 
+    def replace_terminated_instance(self, instance_id: str) -> str | None:
+        """Stands in for the machine controller the local cloud lacks (NodeInstances)."""
+        from harness.providers.local.cloud import replace_terminated
+
+        nodes = [n for n, i in (self.refresh().get("cloud") or {}).get("instances", {}).items() if i == instance_id]
+        replaced = replace_terminated(self, nodes)
+        return next((new for _, new in replaced.values()), None)
+
     def cloud_requests(self, since: float = 0.0) -> list[dict[str, Any]]:
         from harness.providers.local.cloud import requests_since
 
