@@ -215,14 +215,16 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config(overrides={"region.name": args.region, "paths.state_dir": str(args.state_dir),
                                     "provider.name": args.provider})
-    host, port = args.metrics.rsplit(":", 1)
-    start_http_server(int(port), host)
     provider = get_provider(config.provider.name, config)
     env = provider.attach()
     if args.shoot:
         env = shoot_etcd(env, provider.seed(env), args.namespace, args.etcd_name)
     executor = Executor(env, KubeAccess(args.kubeconfig), args.namespace, args.etcd_name, progress=say)
     executor.fail_orphans()
+    # Served only now: whoever started it takes /metrics answering for "ready", and a shoot's
+    # members are read above, while they all still run (a fault may take them any moment after).
+    host, port = args.metrics.rsplit(":", 1)
+    start_http_server(int(port), host)
     say(f"running the {args.namespace} tasks for etcd {args.etcd_name}")
     while True:  # until SIGTERM: it stops with the seed
         try:
