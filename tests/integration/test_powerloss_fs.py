@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -104,6 +105,24 @@ def test_a_child_has_exited_only_once_reaped() -> None:
         time.sleep(0.01)
     assert not Path(f"/proc/{child.pid}").exists(), "exited, yet not reaped"
     child.returncode = -signal.SIGKILL  # reaped above: Popen must not wait for it again
+
+
+def test_a_child_killed_by_someone_else_has_exited_while_it_is_still_being_torn_down() -> None:
+    """A helper killed by another hand is not running even before it turns zombie: power_off must
+    not signal it and wait for a report it cannot give. Half a GiB of memory makes the teardown
+    long enough to be caught in the middle."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time; b = bytearray(512 << 20); "
+                              "print(flush=True); time.sleep(60)"], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline()  # its memory is touched
+        os.kill(child.pid, signal.SIGKILL)
+        assert powerloss_fs.exited(child.pid), "a child being torn down counted as running"
+        assert not Path(f"/proc/{child.pid}").exists(), "exited, yet not reaped"
+    finally:
+        if Path(f"/proc/{child.pid}").exists():
+            child.kill()
+            child.wait()
+        child.returncode = -signal.SIGKILL
 
 
 def test_data_never_fsynced_is_gone_and_counted(disk: Disk) -> None:

@@ -108,12 +108,28 @@ def exited(pid: int) -> bool:
 
     Our child (start() in this process) has exited only once reaped: while it exits, its
     cmdline is already empty before it turns zombie, and judging it by /proc then would leave
-    it unreaped.
+    it unreaped. A child already exiting (killed by someone else) is waited for, not signalled.
     """
     try:
-        return os.waitpid(pid, os.WNOHANG)[0] == pid
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return True
+        if _is_exiting(pid):
+            os.waitpid(pid, 0)  # moments away: the kernel is tearing it down
+            return True
+        return False
     except ChildProcessError:
         return not _is_helper(pid)
+
+
+_PF_EXITING = 0x4  # include/linux/sched.h: the task is in do_exit()
+
+
+def _is_exiting(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return True
+    return fields[0] in ("Z", "X") or bool(int(fields[6]) & _PF_EXITING)
 
 
 def _wait_exit(pid: int, timeout: float) -> bool:
