@@ -47,7 +47,7 @@ Feature: GEP-20's zone outage on AWS, through the AWS API
     And no acknowledged write is lost
     And all members end with equal HashKV
 
-  @gep20
+  @gep20 @long
   Scenario: GEP-20's table, with the zone taken out through the AWS API
     Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
     And etcd-main of the shoot control plane is the etcd under test

@@ -9,6 +9,7 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
   leading sidecar had not uploaded when its pod went is lost: the writes of at most one delta
   period, never one the store held.
 
+  @long
   Scenario: Two of three volumes lost under writes: the cluster comes back from its backups, losing at most the last delta period
     Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
     And write and read probes run every 10 ms from a client in zone "zone-a"
@@ -51,6 +52,7 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
     And all members end with equal HashKV
     And the executor counts 1 success QuorumLossRecoveryTask
 
+  @long
   Scenario: Tasks refused as DEP-05 says: a duplicate, a recovery with quorum, a snapshot without it
     Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
     And the operator tasks run on its seed
@@ -67,6 +69,7 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
     Then the task is completed within 60 s
     And etcd is back with 3 healthy members in 3 zones
 
+  @long
   Scenario: On-demand delta and full snapshots land in the store with the revisions they cover
     The delta period is 30 s: no periodic delta is taken while the scenario runs.
 
@@ -99,6 +102,7 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
     And all members end with equal HashKV
     And no acknowledged write is lost
 
+  @long
   Scenario: One member's database damaged: it cannot start, and comes back empty as a new member
     Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
     And the etcd leader is in zone "zone-a"
@@ -129,6 +133,7 @@ Feature: Backups to the object store, and the recovery from a permanent quorum l
     When the backup store is reachable again
     Then the backups hold every acknowledged write within 5 s
 
+  @long
   Scenario: One of etcd-main's volumes lost on the seed: claim and volume deleted with the pod, the member joins again on a new one
     Its pod is force-deleted with its PersistentVolumeClaim and PersistentVolume, and the
     directory that backed the volume is deleted. The StatefulSet makes the pod and a claim again,

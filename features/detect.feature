@@ -36,6 +36,7 @@ Feature: Time to detect: when the control plane's own detectors see a fault
       | zone-link-mtu | zone-a>*  | 1200        |
     Then no write is acknowledged for 5 s while every member's /health says healthy
 
+  @long
   Scenario: A zone outage as the shoot control plane's detectors see it
     HAProxy checks each kube-apiserver's /readyz every 500 ms and marks it down after two
     failed checks; the node lifecycle controller marks a node NotReady 8 s after its last

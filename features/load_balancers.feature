@@ -30,6 +30,7 @@ Feature: A Service's cloud load balancer keeps its nodes through a zone outage (
     When node "zone-a-1" is labelled for exclusion from external load balancers
     Then within 30 s node "zone-a-1" leaves the load balancer of service "web"
 
+  @long
   Scenario: A deleted node leaves the load balancer
     Given the cloud controller manager keeps the load balancers of the seed's services
     And a service "web" of type LoadBalancer

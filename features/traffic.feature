@@ -12,6 +12,7 @@ Feature: Cross-zone traffic of a three-member etcd over three zones (GEP-20's ap
   Background:
     Given a healthy region with 3 etcd members spread over 3 zones
 
+  @long
   Scenario: An idle cluster
     When cross-zone traffic is measured for 10 s
     Then cross-zone traffic stays below 20 KiB/s
@@ -29,6 +30,7 @@ Feature: Cross-zone traffic of a three-member etcd over three zones (GEP-20's ap
     When cross-zone traffic is measured for 10 s
     Then traffic from each follower's zone to the other's stays below 0.75 KiB/s
 
+  @long
   Scenario: 100 PUT/s of 1 KiB to the leader
     Given a load of 100 PUT/s with 1 KiB values against the leader from a client in its zone
     When cross-zone traffic is measured for 10 s

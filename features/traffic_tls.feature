@@ -15,11 +15,13 @@ Feature: Cross-zone traffic with TLS peers, as GEP-20 measured it
   Background:
     Given a fresh region with 3 etcd members spread over 3 zones, clients and peers speaking TLS
 
+  @long
   Scenario: An idle cluster with TLS peers
     When cross-zone traffic is measured for 10 s
     Then cross-zone traffic stays below 25 KiB/s
     And traffic between the followers' zones stays below 5 KiB/s
 
+  @long
   Scenario: 100 PUT/s of 1 KiB to the leader, with TLS peers
     Given a load of 100 PUT/s with 1 KiB values against the leader from a client in its zone
     When cross-zone traffic is measured for 10 s

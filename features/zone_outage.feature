@@ -67,5 +67,9 @@ Feature: A zone outage in a three-zone region
     Examples:
       | zone   | client |
       | zone-a | zone-b |
+
+    @long
+    Examples: the other two zones
+      | zone   | client |
       | zone-b | zone-c |
       | zone-c | zone-a |

@@ -38,6 +38,9 @@ from harness.providers.base import EtcdBackups, EtcdCluster, KubeAccess, shoot_e
 from harness.wait import first_within
 
 QUORUM_LOOK_S = 2.0  # an election in progress is not a quorum loss: look this long for a leader
+# Facts this fresh are the check "when its turn comes" of a task admitted a moment ago: without
+# quorum each look takes QUORUM_LOOK_S, and a recovery would wait twice for a leader that is gone.
+FACTS_FRESH_S = 1.0
 
 
 class Executor:
@@ -53,6 +56,7 @@ class Executor:
         self.etcd_name = etcd_name
         self.say = progress
         self.admitted: dict[str, int] = {}  # pending tasks in the order they were queued
+        self._facts: tuple[float, t.ClusterFacts] | None = None  # (monotonic time taken, facts)
         registry = registry or REGISTRY
         self.duration = Histogram("etcd_operator_task_duration_seconds", "Runtime of each etcd operator task",
                                   ["type", "state"], registry=registry,
@@ -61,7 +65,11 @@ class Executor:
                              registry=registry)
 
     # -- what the pre-conditions are judged on ----------------------------------------------
-    def facts(self) -> t.ClusterFacts:
+    def facts(self, fresh_s: float = 0.0) -> t.ClusterFacts:
+        """What the pre-conditions are judged on; those taken less than `fresh_s` ago are reused."""
+        if self._facts is not None and time.monotonic() - self._facts[0] < fresh_s:
+            return self._facts[1]
+
         def quorum() -> bool | None:
             statuses = self.env.status()
             seen = Tally(s.leader for s in statuses.values() if not isinstance(s, str) and s.leader)
@@ -73,7 +81,9 @@ class Executor:
             backups = any(n.kind == FULL for n in self.env.backup_store().list())
         except Exception:  # no backups configured, or the store unreachable: nothing to restore from
             backups = False
-        return t.ClusterFacts(len(self.env.members), has_quorum, backups)
+        facts = t.ClusterFacts(len(self.env.members), has_quorum, backups)
+        self._facts = (time.monotonic(), facts)
+        return facts
 
     # -- one pass ------------------------------------------------------------------------------
     def fail_orphans(self) -> None:
@@ -107,7 +117,7 @@ class Executor:
 
     def _admit(self, task: dict[str, Any], mine: list[dict[str, Any]]) -> None:
         name, kind = task["metadata"]["name"], task["spec"]["taskType"]
-        why = t.admit(task, mine, self.facts())
+        why = t.admit(task, mine, self.facts(FACTS_FRESH_S))
         if why is not None:
             code = "ERR_DUPLICATE_TASK" if why.startswith("duplicate") else "ERR_PRECONDITION_FAILED"
             self._finish(task, t.REJECTED, why, code, _created(task))
@@ -120,7 +130,7 @@ class Executor:
 
     def _run(self, task: dict[str, Any]) -> None:
         name, kind = task["metadata"]["name"], task["spec"]["taskType"]
-        why = t.admit(task, [], self.facts())  # the cluster may have changed while it waited
+        why = t.admit(task, [], self.facts(FACTS_FRESH_S))  # the cluster may have changed while it waited
         if why is not None:
             self._finish(task, t.REJECTED, f"when its turn came: {why}", "ERR_PRECONDITION_FAILED", _created(task))
             return
@@ -129,6 +139,7 @@ class Executor:
             "taskStatus": t.IN_PROGRESS, "initiatedAt": t.now(),
             "lastOperation": _operation(kind, t.IN_PROGRESS, "running")})
         self.say(f"{name} ({kind}) running")
+        self._facts = None  # what the task does changes them
         try:
             reason = self._execute(task)
         except Exception as e:

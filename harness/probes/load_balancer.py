@@ -53,6 +53,16 @@ class NodeSetProbe:
         with self._lock:
             return list(self.samples)
 
+    def through(self, t: float, timeout: float) -> list[NodeSetSample]:
+        """The samples once one that began at or after timeline time `t` is in (the stretch up to
+        `t` is then covered), or as they are after `timeout` s: the judge decides what is missing."""
+        deadline = time.monotonic() + timeout
+        while True:
+            samples = self.snapshot()
+            if (samples and samples[-1].t >= t) or time.monotonic() >= deadline or not self._thread.is_alive():
+                return samples
+            time.sleep(self.interval / 5)
+
     def _loop(self) -> None:
         last: tuple[str, ...] | None | str = "unread"
         while not self._stop.is_set():

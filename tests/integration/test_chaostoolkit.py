@@ -71,7 +71,9 @@ def assert_held(journal: dict[str, Any]) -> None:
     judge.equal(journal["exit"], 0, "chaos run's exit status")
 
 
-@pytest.mark.parametrize("name", ["zone-outage", "node-failure", "aws-zone-outage", "load-during-outage"])
+# zone-outage runs in make test; the other experiments in make nightly.
+@pytest.mark.parametrize("name", ["zone-outage", *(pytest.param(n, marks=pytest.mark.long)
+                                                   for n in ("node-failure", "aws-zone-outage", "load-during-outage"))])
 def test_experiment_holds_and_heals(region: LocalEnvironment, tmp_path: Path, name: str) -> None:
     journal = chaos_run(ROOT / "chaos" / f"{name}.json", tmp_path)
     assert_held(journal)

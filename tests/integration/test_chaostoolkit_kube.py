@@ -25,7 +25,8 @@ from harness.providers.local.region import LocalEnvironment, LocalRegion
 from tests.integration.conftest import cli, fault_tables
 from tests.integration.test_chaostoolkit import assert_held, outputs
 
-pytestmark = [pytest.mark.kube, pytest.mark.region]
+# make nightly; make test runs the chaostoolkit zone-outage experiment (test_chaostoolkit.py).
+pytestmark = [pytest.mark.kube, pytest.mark.region, pytest.mark.long]
 
 NAME, PREFIX = "ck", "10.99"  # a region and subnets of this module's own
 ROOT = Path(__file__).parents[2]

@@ -14,7 +14,8 @@ from harness.providers.local.region import LocalEnvironment
 from tests.integration.conftest import backed_up_with_seed
 from tests.integration.test_chaostoolkit import NAME, PREFIX, ROOT, assert_held, chaos_run, outputs
 
-pytestmark = pytest.mark.kube
+# make nightly; make test runs the QuorumLossRecoveryTask feature (features/backups.feature).
+pytestmark = [pytest.mark.kube, pytest.mark.long]
 
 
 @pytest.fixture

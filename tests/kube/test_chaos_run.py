@@ -28,6 +28,7 @@ def seeded() -> Iterator[tuple[LocalEnvironment, Seed]]:
         region.down()
 
 
+@pytest.mark.long  # make run is this job; make test runs it end to end in the test below
 def test_chaos_job_reports_the_outage_with_gep20_tables(seeded: tuple[LocalEnvironment, Seed], tmp_path: Path) -> None:
     env, seed = seeded
     report = tmp_path / "chaos.json"

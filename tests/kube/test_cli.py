@@ -73,6 +73,7 @@ def test_up_merges_a_context_a_zone_outage_silences_nodes_and_down_removes_all(t
     assert "10.76." not in netns.run(["ip", "-o", "-4", "addr", "show"]), "the uplink address is gone"
 
 
+@pytest.mark.long  # make nightly; make test runs up and down with a kubeconfig in test_up_merges_a_context_...
 def test_up_creates_a_kubeconfig_and_down_deletes_it_again(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "fresh" / "config"
     env = _env(kubeconfig)

@@ -38,6 +38,7 @@ def existing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalEn
     assert namespaces("cq") == []
 
 
+@pytest.mark.long  # make nightly; make test runs the zone outage features on the cluster
 def test_the_placement_features_run_on_an_existing_cluster(
     pytester: pytest.Pytester, existing: tuple[LocalEnvironment, Seed, Path]
 ) -> None:
@@ -130,6 +131,7 @@ def test_the_zone_outage_features_run_on_an_existing_clusters_control_plane(
 ZONE_OUTAGE_SCENARIOS = "leaders_zone_keeps_quorum or zone_that_returns or every_read_linearizable"
 
 
+@pytest.mark.long  # make nightly; make test has the CLI's side of it (test_faults_the_cluster_cannot_do_say_why)
 def test_what_the_cluster_cannot_do_is_a_skip_that_says_so(
     pytester: pytest.Pytester, existing: tuple[LocalEnvironment, Seed, Path]
 ) -> None:
