@@ -41,6 +41,8 @@ Feature: A zone outage in a three-zone region
     And no acknowledged write of the load is lost
     And all members end with equal HashKV
 
+  # make nightly; make test judges the history of a load through the leader's zone outage above
+  @long
   Scenario: Clients in every zone share keys; losing the leader's zone loses no write and no watch event
     Given the zone of the etcd leader is the target zone
     And a mixed load of 300 ops/s on 20 shared keys from a client in every zone with a member, each through that member and watching it

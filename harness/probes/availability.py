@@ -4,6 +4,7 @@ The writer puts a new key every `interval` (failing over between members, own zo
 first, like a client with all endpoints); per member, a thread takes a serializable
 read and a status sample every `interval`. All requests leave from the client
 namespace of `via_zone`, so the probe sees the region the way a client in that zone does.
+Asked to (check_health), it also asks each member's /health, as a readiness probe does.
 """
 
 from __future__ import annotations
@@ -105,6 +106,20 @@ class AvailabilityProbe:
         self.timeline.mark("probe", "start", via_zone=self.via_zone, interval=self.interval, value_size=self.value_size)
         return self
 
+    def check_health(self, interval: float) -> None:
+        """Also ask each member's /health every `interval`, recorded as "health" samples: the
+        question its readiness probe asks (a leader, and a linearizable read served), where the
+        environment asks it (etcd's metrics listener, from the member's own zone), so a member
+        slow to take client connections after a restart is not taken for one out of the quorum."""
+        if not 0 < interval <= 1.0:
+            raise ConfigError(f"health check interval must be in (0, 1] s, got {interval}")
+        threads = [threading.Thread(target=self._health_loop, args=(m.name, interval), name=f"probe-health-{m.name}",
+                                    daemon=True) for m in self.env.members]
+        self._threads += threads
+        for t in threads:
+            t.start()
+        self.timeline.mark("probe", "health checks", interval=interval)
+
     def stop(self) -> ProbeHistory:
         self._stop.set()
         for t in self._threads:
@@ -139,6 +154,18 @@ class AvailabilityProbe:
         finally:
             for c in clients.values():
                 c.close()
+
+    def _health_loop(self, member: str, interval: float) -> None:
+        record = self.history.samples.append
+        while not self._stop.is_set():
+            began = time.monotonic()
+            t0 = self.timeline.now()
+            try:
+                healthy, said = self.env.member_health(member)
+            except Exception as e:  # a check that could not be made is a failed one, never a silent thread
+                healthy, said = False, f"{type(e).__name__}: {e}"
+            record(Sample("health", member, t0, self.timeline.now(), healthy, error=None if healthy else said[-160:]))
+            self._stop.wait(max(0.0, interval - (time.monotonic() - began)))
 
     def _member_loop(self, member: str) -> None:
         client = self.env.client(member, self.via_zone, self.timeout)

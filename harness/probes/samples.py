@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    kind: str  # "write" | "read" | "status"
+    kind: str  # "write" | "read" | "status" | "health" (the member's /health, when asked for)
     member: str  # member that answered (write: the endpoint tried)
     start: float
     end: float

@@ -154,11 +154,19 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
 
 @then(parsers.re(r"at most (?P<count>\d+) (?P<name>etcd-[a-z]+) members? (?:is|are) away at a time"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: str, name: str) -> None:
-    """From the probe's status requests, as its clients see the members: a member is away from one
-    it did not answer (its pod gone from the seed, or not answering) until the next one it did was
-    sent (av.most_away)."""
+    """GEP-20: no more than one member unavailable, the quorum intact. A member is away while
+    nothing shows it there: neither its status requests (its client port) nor its /health (what
+    its readiness probe asks: a leader, and a linearizable read served) answered (av.most_away).
+    Either alone misreads a member that is there: a member just restarted is in the quorum
+    before its client port takes connections, and every member's /health fails while the
+    leadership changes hands."""
     component(name)
-    most, at, who = av.most_away(probe.history.samples, outage.start, outage.healed_at or timeline.now())
+    if not any(s.kind == "health" for s in probe.history.samples):
+        raise ConfigError("'members away at a time' needs each member's /health as well as its status: add \"And "
+                          "each member's health is checked every 100 ms, as its readiness probe does\" after the "
+                          "probes' step")
+    most, at, who = av.most_away(probe.history.samples, outage.start, outage.healed_at or timeline.now(),
+                                 ("status", "health"))
     timeline.mark("figure", f"{name} members away at once, at most", value=most, unit="")
     judge.holds(most <= int(count), f"at most {count} {name} member(s) away at a time: {most} were"
                 f"{f' ({who}, at {at:.2f} s)' if at is not None else ''}", seen=most)

@@ -166,6 +166,11 @@ def _(probes, etcd: EtcdCluster, zone: str, ms: int) -> AvailabilityProbe:
     return probes.start(etcd, etcd.zone(zone), ms / 1000)
 
 
+@given(parsers.parse("each member's health is checked every {ms:d} ms, as its readiness probe does"))
+def _(probe: AvailabilityProbe, ms: int) -> None:
+    probe.check_health(ms / 1000)
+
+
 @given(parsers.parse('write probes of {kib:d} KiB values and read probes run every {ms:d} ms from a client in zone '
                      '"{zone}"'), target_fixture="probe")
 def _(probes, etcd: EtcdCluster, kib: int, zone: str, ms: int) -> AvailabilityProbe:

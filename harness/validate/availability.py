@@ -147,26 +147,28 @@ def terms_seen(samples: Iterable[Sample], start: float, end: float) -> set[int]:
     return {s.term for s in samples if s.kind == "status" and s.ok and start <= s.start <= end and s.term}
 
 
-def most_away(samples: Iterable[Sample], start: float, end: float) -> tuple[int, float | None, list[str]]:
-    """The most members away at once inside [start, end], when that was first seen, and which. A
-    member is away from the start of a status request it did not answer until the start of the
-    next one it answered (it answered at some moment of that request, so it may have been back
-    from its start: a slow answer is no proof of two away at once), or until the window's end."""
-    seen: dict[str, list[Sample]] = {}
-    for s in samples:
-        if s.kind == "status" and start <= s.start <= end:
-            seen.setdefault(s.member, []).append(s)
-    changes: list[tuple[float, int, str]] = []  # (when, +1 away / -1 back, member)
-    for member, requests in seen.items():
-        since: float | None = None
-        for s in sorted(requests, key=lambda s: s.start):
-            if not s.ok and since is None:
-                since = s.start
-            elif s.ok and since is not None:
-                changes += [(since, 1, member), (s.start, -1, member)]
-                since = None
-        if since is not None:
-            changes += [(since, 1, member), (end, -1, member)]
+def most_away(samples: Iterable[Sample], start: float, end: float,
+              kinds: tuple[str, ...] = ("status",)) -> tuple[int, float | None, list[str]]:
+    """The most members away at once inside [start, end], when that was first seen, and which.
+
+    By one kind of request (status, health), a member is away from the start of one that failed
+    until the start of the next one that succeeded (it answered at some moment of that request,
+    so it may have been back from its start: a slow answer is no proof of two away at once), or
+    until the window's end. With several kinds, a member is away only while every kind says so:
+    any one that succeeded shows it there."""
+    away_by_member: dict[str, list[tuple[float, float]]] = {}
+    for kind in kinds:
+        seen: dict[str, list[Sample]] = {}
+        for s in samples:
+            if s.kind == kind and start <= s.start <= end:
+                seen.setdefault(s.member, []).append(s)
+        for member, requests in seen.items():
+            spans = _away_spans(requests, end)
+            away_by_member[member] = spans if kind == kinds[0] else _intersect(away_by_member.get(member, []), spans)
+        for member in set(away_by_member) - set(seen):  # no request of this kind inside: it never said away
+            away_by_member[member] = []
+    changes = [(a, 1, m) for m, spans in away_by_member.items() for a, _ in spans]
+    changes += [(b, -1, m) for m, spans in away_by_member.items() for _, b in spans]
     away: set[str] = set()
     most: tuple[int, float | None, list[str]] = (0, None, [])
     for at, change, member in sorted(changes, key=lambda c: (c[0], c[1])):  # a return first at the same instant
@@ -174,6 +176,23 @@ def most_away(samples: Iterable[Sample], start: float, end: float) -> tuple[int,
         if len(away) > most[0]:
             most = (len(away), at, sorted(away))
     return most
+
+
+def _away_spans(requests: list[Sample], end: float) -> list[tuple[float, float]]:
+    spans, since = [], None
+    for s in sorted(requests, key=lambda s: s.start):
+        if not s.ok and since is None:
+            since = s.start
+        elif s.ok and since is not None:
+            spans.append((since, s.start))
+            since = None
+    if since is not None:
+        spans.append((since, end))
+    return spans
+
+
+def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    return [(max(x0, y0), min(x1, y1)) for x0, x1 in a for y0, y1 in b if max(x0, y0) < min(x1, y1)]
 
 
 def leaderships(samples: Iterable[Sample], start: float, end: float, term_before: int) -> list[tuple[int, int]]:

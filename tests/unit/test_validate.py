@@ -144,6 +144,28 @@ def test_members_away_at_once_count_from_a_missed_status_to_the_next_answered_on
     assert most_away(overlapping, 3.9, 10.0)[0] == 0  # outside the window nothing counts
 
 
+def test_a_member_is_away_only_while_neither_its_status_nor_its_health_answers() -> None:
+    """As in two runs here: m1, just restarted, answered no status request for 1.8 s while its
+    /health said it was in the quorum, and m2 was evicted meanwhile; later every member's /health
+    said "leader changed" for 1.5 s while each answered its status. Neither is two away at once."""
+    from harness.validate.availability import most_away
+
+    def health(member: str, at: float, ok: bool) -> Sample:
+        return Sample("health", member, at, at + 0.01, ok, error=None if ok else "no answer")
+
+    restarted = [_status("m1", 30.84, False), _status("m1", 32.60, True), health("m1", 30.5, False),
+                 health("m1", 31.0, True), health("m2", 31.43, False), _status("m2", 31.43, False),
+                 health("m2", 40.0, True), _status("m2", 40.0, True)]
+    assert most_away(restarted, 30.0, 41.0) == (2, 31.43, ["m1", "m2"])
+    assert most_away(restarted, 30.0, 41.0, ("status", "health")) == (1, 30.84, ["m1"])  # m1 until 31.0, m2 from 31.43
+    leader_changed = [health(m, 54.58, False) for m in ("m0", "m1", "m2")] + [health(m, 56.1, True) for m in ("m1", "m2")]
+    leader_changed += [_status("m0", 54.58, False), _status("m1", 54.6, True), _status("m2", 54.6, True)]
+    assert most_away(leader_changed, 50.0, 60.0, ("health",))[0] == 3
+    assert most_away(leader_changed, 50.0, 60.0, ("status", "health")) == (1, 54.58, ["m0"])
+    both_gone = [health("m1", 3.0, False), _status("m1", 3.0, False), health("m2", 3.2, False), _status("m2", 3.1, False)]
+    assert most_away(both_gone, 0.0, 10.0, ("status", "health")) == (2, 3.2, ["m1", "m2"])
+
+
 def test_a_member_whose_answer_was_slow_is_back_from_the_request_it_answered() -> None:
     """As seen under CI load: m0's answered request was sent at 28.21 and came back at 28.51, after
     m2's first missed one (28.41 to 28.42); m0 may have answered at any moment from 28.21 on."""
