@@ -179,7 +179,8 @@ def most_away(samples: Iterable[Sample], start: float, end: float,
 
 
 def _away_spans(requests: list[Sample], end: float) -> list[tuple[float, float]]:
-    spans, since = [], None
+    spans: list[tuple[float, float]] = []
+    since: float | None = None
     for s in sorted(requests, key=lambda s: s.start):
         if not s.ok and since is None:
             since = s.start
