@@ -20,11 +20,13 @@ Feature: What pre-vote prevents: a member cut off from its leader deposing it on
     Then the leader is deposed within 10 s of the return
 
   @long
-  Scenario Outline: The leader's packets to one follower mostly lost: elections a minute with pre-vote <pre-vote>
+  Scenario Outline: The leader's packets to one follower mostly lost: campaigns and elections with pre-vote <pre-vote>
     70 % of the leader's packets to zone-b are lost: TCP retransmits them, backing off, and the
     follower in zone-b goes seconds without hearing the leader, and campaigns. With pre-vote its
-    campaign cannot raise the term while the others still hear the leader; without, its higher
-    term reaches the leader in its next answer, and the leader steps down.
+    campaign cannot raise the term while the others still hear the leader: no election at all.
+    Without, its higher term reaches the leader in its next answer, and the leader steps down;
+    most of the terms that follow elect nobody (measured: the term rose 15 times in 30 s, a
+    leader was elected in one of those terms).
 
     Given <region>
     And the etcd leader is in zone "zone-a"
@@ -36,4 +38,4 @@ Feature: What pre-vote prevents: a member cut off from its leader deposing it on
     Examples:
       | pre-vote | region                                                                    | elections                                                |
       | on       | a healthy region with 3 etcd members spread over 3 zones                  | at most 0 leader elections happen per minute of the outage |
-      | off      | a fresh region with 3 etcd members spread over 3 zones, pre-vote off      | at least 2 leader elections happen during the outage      |
+      | off      | a fresh region with 3 etcd members spread over 3 zones, pre-vote off      | the raft term rises at least 2 times during the outage    |

@@ -41,6 +41,19 @@ class Status:
     errors: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class RaftStatus:
+    """A member's raft state as it is now (etcd's /debug/vars "raft.status"). Its `term` is the
+    member's current term, which a candidate raises; Status.raft_term is the term of the last
+    entry the member applied, which moves only once a leader of a new term committed an entry."""
+
+    member_id: int
+    term: int
+    leader: int  # 0: none known
+    state: str  # StateLeader, StateFollower, StateCandidate, StatePreCandidate
+    applied_index: int
+
+
 def _b64(data: str | bytes) -> str:
     raw = data.encode() if isinstance(data, str) else data
     return base64.b64encode(raw).decode()
@@ -81,14 +94,18 @@ class EtcdClient:
             self._conn.close()
             self._conn = None
 
-    def call(self, path: str, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    def call(self, path: str, body: dict[str, Any] | None, timeout: float | None = None) -> dict[str, Any]:
+        """POST `body` to `path` as JSON (GET without one); the answer's JSON."""
         if self._conn is None:
             self._conn = self._connection()
         self._conn.timeout = timeout or self.timeout
         if self._conn.sock is not None:
             self._conn.sock.settimeout(self._conn.timeout)
         try:
-            self._conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            if body is None:
+                self._conn.request("GET", path)
+            else:
+                self._conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
             resp = self._conn.getresponse()
             payload = json.loads(resp.read() or b"{}")
         except (OSError, http.client.HTTPException, ValueError) as e:
@@ -244,6 +261,15 @@ class EtcdClient:
         """A new voting member with these peer URLs; returns its ID."""
         payload = self.call("/v3/cluster/member/add", {"peerURLs": peer_urls}, timeout=max(self.timeout, 10.0))
         return int(payload["member"]["ID"])
+
+    def raft_status(self) -> RaftStatus:
+        """The member's raft state now, from /debug/vars (served on its client port)."""
+        try:
+            raft = self.call("/debug/vars", None)["raft.status"]
+            return RaftStatus(int(raft["id"], 16), int(raft["term"]), int(raft.get("lead") or "0", 16),
+                              str(raft.get("raftState", "")), int(raft.get("applied", 0)))
+        except (KeyError, TypeError, ValueError) as e:
+            raise EtcdRequestError(f"{self.url}/debug/vars: no raft.status in it ({type(e).__name__}: {e})") from None
 
     def status(self) -> Status:
         p = self.call("/v3/maintenance/status", {})

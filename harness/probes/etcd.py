@@ -21,6 +21,21 @@ def keys_per_member(etcd: EtcdCluster, prefix: str) -> dict[str, list[str] | str
     return out
 
 
+def raft_terms(etcd: EtcdCluster) -> dict[str, int | str]:
+    """Each member's current raft term (a candidate's included), asked from its own zone, or why
+    it could not be read."""
+    out: dict[str, int | str] = {}
+    for m in etcd.members:
+        client = etcd.client(m.name)
+        try:
+            out[m.name] = client.raft_status().term
+        except EtcdRequestError as e:
+            out[m.name] = str(e)
+        finally:
+            client.close()
+    return out
+
+
 def hashkv(etcd: EtcdCluster, revision: int | None = None) -> dict[str, int]:
     """HashKV of every member at one revision (default: the lowest current revision), each asked
     from its own zone."""

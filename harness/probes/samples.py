@@ -7,13 +7,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    kind: str  # "write" | "read" | "status" | "health" (the member's /health, when asked for)
+    # "write" | "read" | "status" (from the probe's client zone; its term is that of the last entry
+    # the member applied) | "witness" (the member's raft state through the harness's own view of it,
+    # its own zone: its current term, the leader it follows) | "health" (its /health, when asked for)
+    kind: str
     member: str  # member that answered (write: the endpoint tried)
     start: float
     end: float
     ok: bool
     seq: int | None = None  # write: sequence number of the key written
     revision: int | None = None
-    leader: int | None = None  # status: leader id as this member sees it
-    term: int | None = None
+    leader: int | None = None  # status, witness: leader id as this member sees it
+    term: int | None = None  # status: the term of the last entry applied; witness: the current term
     error: str | None = None

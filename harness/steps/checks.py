@@ -15,13 +15,18 @@ from harness.probes.etcd import keys_per_member
 from harness.errors import CapabilityMissing, WaitTimeout
 from harness.etcd_gateway import EtcdRequestError
 from harness.providers.base import EtcdCluster, MemberProcesses
+from harness.steps.load import stop_loads
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
+from harness.validate import leadership as lead
 from harness.validate.history import diverging_hashes, lost_writes, seqs_from_keys
 from harness.wait import first_within
 
 T = TypeVar("T")
+# How long after a window's end a member's first status report still counts as its state at the
+# end: a change within it is counted against the window (it cannot flatter the verdict).
+END_GRACE = 1.0
 
 
 def _await(figure: Callable[[], T | None], limit: float, what: str) -> T | None:
@@ -32,8 +37,9 @@ def _await(figure: Callable[[], T | None], limit: float, what: str) -> T | None:
 @then(parsers.parse("a new leader is elected in a surviving zone within {limit:g} s"))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
     h = probe.history
-    found = _await(lambda: av.new_leader_after(h.samples, outage.start, outage.leader_id_before, h.member_ids), limit,
-                   "a new leader")
+    report = _await(lambda: lead.new_leader(h.samples, outage.start, outage.leader_id_before, outage.term_before),
+                    limit, "a new leader")
+    found = (report.end - outage.start, h.member_ids.get(report.leader or 0, str(report.leader))) if report else None
     timeline.mark("figure", "time to a new leader", value=found[0] if found else None, unit="s")
     judge.at_most(found[0] if found else None, limit, "time to a new leader", seen=found)
     judge.holds(etcd.member(found[1]).zone not in outage.zones, f"new leader {found[1]} is in a surviving zone",
@@ -42,7 +48,9 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Tim
 
 @then(parsers.parse("writes resume within {limit:g} s of the outage"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
-    end = outage.healed_at if outage.healed_at is not None else outage.window_end(timeline, limit)
+    """The window runs `limit` s from the outage's effect whatever came back meanwhile (a return
+    that did not bring the quorum back leaves the gap open), and on to the return when that was later."""
+    end = max(outage.healed_at or 0.0, outage.window_end(timeline, limit))
     gap = av.longest_write_gap(probe.history.samples, outage.start, end)
     timeline.mark("figure", "write-unavailability window", value=gap.length, unit="s", open=gap.open)
     judge.gap_at_most(gap, limit, "write-unavailability window since the outage took effect")
@@ -74,8 +82,11 @@ def p99_under(p99: av.Latency, limit: float, what: str) -> None:
 
 
 def p99_at_least(p99: av.Latency, limit: float, what: str) -> None:
-    """The fault is felt: the slowest writes (a failed one counts as slower than any) took at least this."""
-    judge.holds(p99.value >= limit / 1000, f"{what} p99 during the outage at least {limit:g} ms", seen=p99.describe())
+    """The fault is felt: the slowest writes took at least this, measured. A failed write has no
+    latency to show it (it may have failed at once): counted as the fastest here, it cannot pass
+    a bound it never measured."""
+    judge.holds(p99.low >= limit / 1000, f"{what} p99 during the outage at least {limit:g} ms",
+                seen=p99.describe(measured=True))
 
 
 @then(parsers.parse("the 99th percentile of write latency during the outage is under {limit:g} ms"))
@@ -88,29 +99,49 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float
     p99_at_least(write_p99(probe, outage, timeline, "write latency"), limit, "write latency")
 
 
+def await_end_reports(probe: AvailabilityProbe, timeline: Timeline, at: float) -> None:
+    """Wait until every member has answered a status request begun at or after `at`, from any
+    vantage, or until END_GRACE (and a request's timeout) has passed: the reports a verdict about
+    the leadership at the window's end reads."""
+    h = probe.history
+    first_within(lambda: True if not lead.end_view(h.samples, h.members, at, END_GRACE).unseen else None,
+                 "every member's status at the window's end", max(0.0, at + END_GRACE + probe.timeout - timeline.now()),
+                 interval=0.02)
+
+
 @then("the etcd leader does not change")
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
-    """Same leader and same raft term: a re-election of the same member is a change too."""
+    """The leader before led throughout, in the same raft term (a re-election of the same member is
+    a change too), judged from every vantage's reports: none may show a change, and the leader
+    must be seen still leading in its term, with a majority in it, at the window's end."""
     end = outage.healed_at or timeline.now()
-    seen = av.leader_changes(probe.history.samples, outage.start, end)
-    terms = av.terms_seen(probe.history.samples, outage.start, end)
-    judge.equal(seen, {outage.leader_id_before}, f"leaders reported during the outage (before: {outage.leader_before})")
-    judge.equal(terms, {outage.term_before}, f"raft terms reported during the outage (before: {outage.term_before})")
+    await_end_reports(probe, timeline, end)
+    kept = lead.leader_kept(probe.history.samples, outage.start, end, outage.leader_before, outage.leader_id_before,
+                            outage.term_before, probe.history.members, probe.history.member_ids, END_GRACE)
+    what = f"the leader before the outage ({outage.leader_before}, term {outage.term_before}) led throughout it"
+    judge.none_of([f"{t:.2f} s: {why}" for t, why in kept.contrary], f"{what}: reports of another leadership")
+    judge.holds(kept.proven, f"{what}: not shown", seen=kept.why_unproven())
 
 
 @then(parsers.parse("the leader is deposed within {limit:g} s of the return"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
     """A member that was cut off comes back with a higher raft term and forces an election (what
-    pre-vote exists to prevent): a term above the one before the outage, within `limit` s."""
+    pre-vote exists to prevent): within `limit` s, a report of a leader elected above the term
+    before the outage, or of the leader before leading no more. A member alone in a higher term
+    is a candidate that may never have won: no proof."""
     judge.holds(outage.healed_at is not None, "the outage ended (a When-step brought it back)", seen=outage.returned)
     assert outage.healed_at is not None
     wait = outage.healed_at + limit + 0.5 - timeline.now()
     if wait > 0:
         time.sleep(wait)
-    terms = av.terms_seen(probe.history.samples, outage.healed_at, outage.healed_at + limit)
-    judge.holds(max(terms, default=0) > outage.term_before,
-                f"a raft term above {outage.term_before} (before the outage) within {limit:g} s of the return",
-                seen=sorted(terms))
+    gone = lead.deposed(probe.history.samples, outage.healed_at, outage.healed_at + limit, outage.leader_before,
+                        outage.leader_id_before, outage.term_before)
+    judge.holds(gone is not None and gone.end <= outage.healed_at + limit,
+                f"the leader before the outage ({outage.leader_before}, term {outage.term_before}) deposed within "
+                f"{limit:g} s of the return: a leader elected in a raft term above {outage.term_before}, or it leading "
+                "no more", seen=gone or sorted({(s.term, lead.named(s.leader, probe.history.member_ids)) for s in
+                                                 lead.reports(probe.history.samples, outage.healed_at,
+                                                              outage.healed_at + limit)}))
 
 
 @then("a leader exists in a surviving zone")
@@ -141,6 +172,7 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
 @then(parsers.parse('serializable reads from the member in zone "{zone}" are still served'))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
     last_cut = max((f.effective_at for f in outage.faults), default=outage.start)
+    judge.holds(bool(etcd.members_in(zone)), f"zone {zone} has a member to read from", seen=[m.name for m in etcd.members])
     for m in etcd.members_in(zone):
         served, failed = av.reads_served(probe.history.samples, m.name, last_cut, outage.healed_at or timeline.now())
         judge.holds(served > 0 and failed == 0, f"every serializable read of {m.name} served during the outage",
@@ -168,7 +200,10 @@ def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, name
 
 @then(parsers.parse("its member catches up within {limit:g} s"))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
-    _catch_up(probe, outage, timeline, [m.name for z in outage.returned for m in etcd.members_in(z)], limit)
+    names = [m.name for z in outage.returned for m in etcd.members_in(z)]
+    judge.holds(bool(names), f"the zones that returned ({', '.join(outage.returned) or 'none'}) have a member",
+                seen=[f"{m.name} in {m.zone}" for m in etcd.members])
+    _catch_up(probe, outage, timeline, names, limit)
 
 
 @then(parsers.parse('member "{member}" catches up within {limit:g} s'))
@@ -185,29 +220,48 @@ def equal_hashes(etcd: EtcdCluster, what: str) -> None:
     judge.none_of(diverging_hashes(hashes or {}), f"{what} whose HashKV differs")
 
 
-def _elections(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> tuple[int, float]:
-    """Elections during the outage (each raises the raft term at least once: the highest term
-    any member reported, less the term before) and the outage's length in minutes."""
+def elections(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> tuple[lead.Elections, float]:
+    """Leader elections during the outage, as far as every vantage's reports tell (at least those
+    seen won, at most those the majority's terms at the end leave room for), and the outage's
+    length in minutes."""
     end = outage.healed_at or timeline.now()
-    terms = av.terms_seen(probe.history.samples, outage.start, end)
-    elections = max(terms, default=outage.term_before) - outage.term_before
-    timeline.mark("figure", "leader elections during the outage", value=elections, unit="",
-                  minutes=round((end - outage.start) / 60, 3))
-    return elections, (end - outage.start) / 60
+    await_end_reports(probe, timeline, end)
+    found = lead.elections(probe.history.samples, outage.start, end, outage.term_before,
+                           probe.history.members, probe.history.member_ids, END_GRACE)
+    timeline.mark("figure", "leader elections during the outage", value=found.at_least, unit="",
+                  at_most=found.at_most, minutes=round((end - outage.start) / 60, 3))
+    return found, (end - outage.start) / 60
+
+
+def at_most_elections(found: lead.Elections, allowed: float, what: str) -> None:
+    """Fails on more elections seen than allowed, and on reports that cannot rule more out."""
+    __tracebackhide__ = True
+    judge.holds(found.at_least <= allowed, what, found.describe())
+    judge.holds(found.at_most is not None and found.at_most <= allowed,
+                f"{what}: the reports cannot rule out more", found.describe())
 
 
 @then(parsers.parse("at most {count:d} leader elections happen per minute of the outage"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: int) -> None:
-    elections, minutes = _elections(probe, outage, timeline)
-    judge.holds(elections <= count * minutes, f"at most {count} elections a minute over {minutes * 60:.1f} s",
-                f"{elections} elections (raft term {outage.term_before} -> {outage.term_before + elections})")
+    found, minutes = elections(probe, outage, timeline)
+    at_most_elections(found, count * minutes, f"at most {count} elections a minute over {minutes * 60:.1f} s")
 
 
 @then(parsers.parse("at least {count:d} leader elections happen during the outage"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: int) -> None:
-    elections, minutes = _elections(probe, outage, timeline)
-    judge.holds(elections >= count, f"at least {count} elections over {minutes * 60:.1f} s",
-                f"{elections} elections (raft term {outage.term_before} -> {outage.term_before + elections})")
+    found, minutes = elections(probe, outage, timeline)
+    judge.holds(found.at_least >= count, f"at least {count} elections over {minutes * 60:.1f} s", found.describe())
+
+
+@then(parsers.parse("the raft term rises at least {count:d} times during the outage"))
+def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: int) -> None:
+    """Campaigns, won or not: the highest term any member was in during the outage, less the one
+    before (what pre-vote keeps a member that cannot win from doing)."""
+    found, minutes = elections(probe, outage, timeline)
+    top = found.highest.term if found.highest is not None and found.highest.term is not None else outage.term_before
+    timeline.mark("figure", "raft term rises during the outage", value=top - outage.term_before, unit="")
+    judge.holds(top - outage.term_before >= count, f"the raft term rose at least {count} times over "
+                f"{minutes * 60:.1f} s: from {outage.term_before} to {top}", found.describe())
 
 
 @then("etcd raises its NOSPACE alarm")
@@ -240,8 +294,11 @@ def _(env, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str, l
 
 
 @then("all members end with equal HashKV")
-def _(etcd: EtcdCluster, probes) -> None:
+def _(etcd: EtcdCluster, probes: Any, loads: Any, timeline: Timeline) -> None:
+    """Once every writer stopped (the probes and every load: a write still going keeps the members
+    apart), the members reach one revision and agree on HashKV at it."""
     probes.stop_all()
+    stop_loads(loads, timeline)
     equal_hashes(etcd, "members")
 
 

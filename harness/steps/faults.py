@@ -12,6 +12,7 @@ from harness import explore
 from harness.errors import ConfigError
 from harness.etcd_gateway import EtcdRequestError
 from harness.faults.runner import FaultRunner
+from harness.probes.etcd import raft_terms
 from harness.providers.base import EtcdCluster, MemberProcesses
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
@@ -29,11 +30,14 @@ def apply_faults(etcd: EtcdCluster, faults: FaultRunner, what: list[tuple[str, s
 
 
 def before_faults(etcd: EtcdCluster) -> tuple[str | None, int, int]:
-    """The leader the members agree on (its name and id) and the highest raft term they report."""
+    """The leader the members agree on (its name and id) and the highest raft term they are in (the
+    current one, not the applied one a status shows: a leader just elected is in a term none of
+    its entries has reached the members in yet)."""
     statuses = etcd.status()
     leader = etcd.leader(statuses)
     ids = {name: s.member_id for name, s in statuses.items() if not isinstance(s, str)}
     terms = {s.raft_term for s in statuses.values() if not isinstance(s, str)}
+    terms |= {t for t in raft_terms(etcd).values() if isinstance(t, int)}
     return leader, ids.get(leader or "", 0), max(terms, default=0)
 
 

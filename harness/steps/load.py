@@ -241,6 +241,12 @@ def _(loads: Any) -> None:
         run.stop_watchers()
 
 
+def stop_loads(loads: Any, timeline: Timeline) -> None:
+    """Every load of the scenario stopped (its writers, then its watchers behind the fence), its
+    figures on the timeline once."""
+    _load_figures(timeline, loads.stop_all())
+
+
 def _load_figures(timeline: Timeline, stats: list[dict[str, Any]]) -> None:
     for i, run in enumerate(stats):
         if timeline.find("figure", f"load ops/s{f' ({i})' if i else ''}"):
@@ -253,7 +259,7 @@ def _linearizable(loads: Any, timeline: Timeline, include_serializable: bool) ->
     from harness.load.history import operations
     from harness.validate.linearizability import check
 
-    _load_figures(timeline, loads.stop_all())
+    stop_loads(loads, timeline)
     ops = [op for run in loads.runs for op in operations(run.history_dir)]
     reads = sum(op.kind == "get" and op.ok is True and (include_serializable or not op.serializable) for op in ops)
     judge.holds(reads > 0, "the load recorded acknowledged reads to check", seen=len(ops))
@@ -286,7 +292,7 @@ def _(loads: Any, timeline: Timeline) -> None:
     from harness.validate.oplog import acknowledged_writes
     from harness.validate.watch import check_watchers
 
-    _load_figures(timeline, loads.stop_all())
+    stop_loads(loads, timeline)
     runs = [run.history_dir for run in loads.runs]
     records = [w for d in runs for w in watchers(d)]
     expected = sum(len(run.spec.watch_hosts) for run in loads.runs)
@@ -310,7 +316,7 @@ def _(loads: Any, etcd: EtcdCluster, timeline: Timeline) -> None:
     from harness.validate.oplog import acknowledged_writes, deletes, uncertain_deletes
     from harness.validate.watch import lost_writes
 
-    _load_figures(timeline, loads.stop_all())
+    stop_loads(loads, timeline)
     converged(etcd, etcd.config.timeouts.recovery)
     runs = [run.history_dir for run in loads.runs]
     ops = [op for d in runs for op in operations(d)]

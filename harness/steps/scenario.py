@@ -21,7 +21,7 @@ class Outage:
     start: float  # when the first fault took effect (observed), on the scenario's timeline
     leader_before: str | None
     leader_id_before: int
-    term_before: int = 0  # the highest raft term the members reported just before
+    term_before: int = 0  # the highest raft term the members were in just before (their current term)
     healed_at: float | None = None
     returned: list[str] = field(default_factory=list)
     # Set by a step whose faults are not zones (a link fault): the zones it counts as cut off.

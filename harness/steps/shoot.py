@@ -152,10 +152,12 @@ def _(shoot: Shoot, outage: Outage, name: str, count: str) -> None:
 
 
 @then(parsers.re(r"(?P<name>etcd-[a-z]+) members end with equal HashKV"))
-def _(shoot: Shoot, probes: Any, name: str) -> None:
+def _(shoot: Shoot, probes: Any, loads: Any, timeline: Timeline, name: str) -> None:
     from harness.steps.checks import equal_hashes
+    from harness.steps.load import stop_loads
 
-    probes.stop_all()  # "once writes stopped": a probe still writing keeps the members apart
+    probes.stop_all()  # "once writes stopped": a probe or a load still writing keeps the members apart
+    stop_loads(loads, timeline)
     equal_hashes(shoot.etcds[component(name).name], f"{name} members")
 
 

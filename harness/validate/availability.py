@@ -53,33 +53,45 @@ def longest_write_gap(samples: Iterable[Sample], start: float, end: float) -> Ga
 
 @dataclass(frozen=True)
 class Latency:
-    """A percentile of the write latency over the writes begun in a window."""
+    """A percentile of the write latency over the writes begun in a window. A failed write has no
+    latency: it may have been as slow as any or as fast as any, so the percentile is known only
+    between `low` (every failed write counted as the fastest) and `value` (as the slowest)."""
 
     quantile: float
     value: float  # seconds; inf when more writes failed than the quantile leaves out
     writes: int
     failed: int
+    low: float = float("inf")  # seconds; the percentile with every failed write counted as the fastest
 
-    def describe(self) -> str:
-        shown = "a failed write" if self.value == float("inf") else f"{self.value * 1000:.1f} ms"
+    def describe(self, measured: bool = False) -> str:
+        """`measured`: as a lower bound is judged, from the measured latencies alone."""
+        def shown_(value: float) -> str:
+            return "a failed write" if value == float("inf") else f"{value * 1000:.1f} ms"
+
+        shown = shown_(self.low if measured else self.value)
+        if measured and self.low < self.value:
+            shown += f" measured (unmeasured: the failed writes; {shown_(self.value)} had they been the slowest)"
         return f"p{self.quantile * 100:g} {shown} over {self.writes} writes ({self.failed} failed)"
 
 
 def write_latency(samples: Iterable[Sample], start: float, end: float, quantile: float) -> Latency:
     """The `quantile` (nearest rank) of the latency of the writes begun in [start, end].
 
-    A failed write counts as slower than any acknowledged one (its latency is unknown, never
-    skipped), and a write begun in the window counts with its whole latency, also when it ended
-    after it: take the figure once the probe's timeout has passed beyond `end`.
+    A failed write counts as slower than any acknowledged one in `value` and as faster than any in
+    `low` (its latency is unknown, never skipped), and a write begun in the window counts with its
+    whole latency, also when it ended after it: take the figure once the probe's timeout has passed
+    beyond `end`.
     """
     if not 0 < quantile <= 1:
         raise ValueError(f"a quantile is in (0, 1], got {quantile}")
     begun = [s for s in samples if s.kind == "write" and start <= s.start <= end]
     if not begun:
-        return Latency(quantile, float("inf"), 0, 0)
-    ranked = sorted(s.end - s.start if s.ok else float("inf") for s in begun)
-    rank = max(1, -(-len(ranked) * quantile // 1))  # nearest rank: ceil(q * n)
-    return Latency(quantile, ranked[int(rank) - 1], len(ranked), sum(not s.ok for s in begun))
+        return Latency(quantile, float("inf"), 0, 0, 0.0)
+    rank = int(max(1, -(-len(begun) * quantile // 1)))  # nearest rank: ceil(q * n)
+    slowest = sorted(s.end - s.start if s.ok else float("inf") for s in begun)
+    fastest = sorted(s.end - s.start if s.ok else 0.0 for s in begun)
+    failed = sum(not s.ok for s in begun)
+    return Latency(quantile, slowest[rank - 1], len(begun), failed, fastest[rank - 1])
 
 
 @dataclass(frozen=True)
@@ -125,26 +137,6 @@ def reads_served(samples: Iterable[Sample], member: str, start: float, end: floa
     """(served, failed) serializable reads of `member` inside [start, end]."""
     inside = [s for s in samples if s.kind == "read" and s.member == member and s.start >= start and s.end <= end]
     return sum(s.ok for s in inside), sum(not s.ok for s in inside)
-
-
-def new_leader_after(
-    samples: Iterable[Sample], t: float, old_leader: int, member_ids: dict[int, str]
-) -> tuple[float, str] | None:
-    """(seconds after t, member name) of the first status sample naming a leader other than `old_leader`."""
-    for s in sorted((s for s in samples if s.kind == "status" and s.ok and s.start >= t), key=lambda s: s.end):
-        if s.leader and s.leader != old_leader:
-            return s.end - t, member_ids.get(s.leader, str(s.leader))
-    return None
-
-
-def leader_changes(samples: Iterable[Sample], start: float, end: float) -> set[int]:
-    """Leader ids reported by any member inside [start, end] (0, 'no leader', excluded)."""
-    return {s.leader for s in samples if s.kind == "status" and s.ok and start <= s.start <= end and s.leader}
-
-
-def terms_seen(samples: Iterable[Sample], start: float, end: float) -> set[int]:
-    """Raft terms reported by any member inside [start, end]."""
-    return {s.term for s in samples if s.kind == "status" and s.ok and start <= s.start <= end and s.term}
 
 
 def most_away(samples: Iterable[Sample], start: float, end: float,
@@ -194,14 +186,6 @@ def _away_spans(requests: list[Sample], end: float) -> list[tuple[float, float]]
 
 def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(max(x0, y0), min(x1, y1)) for x0, x1 in a for y0, y1 in b if max(x0, y0) < min(x1, y1)]
-
-
-def leaderships(samples: Iterable[Sample], start: float, end: float, term_before: int) -> list[tuple[int, int]]:
-    """(term, leader) of every leader elected after `term_before` that a member reported inside
-    [start, end]: one per move of the leadership, however many members saw it."""
-    won = {(s.term, s.leader) for s in samples if s.kind == "status" and s.ok and start <= s.start <= end
-           and s.term is not None and s.term > term_before and s.leader}
-    return sorted(won)
 
 
 def catch_up_time(samples: Iterable[Sample], member: str, t: float, target_revision: int) -> float | None:
