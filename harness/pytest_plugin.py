@@ -145,12 +145,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # A scenario that needs what the environment cannot do (a zone cut on a provider without one, a
 # client in a zone where there is no vantage point) did not run: a skip that names the missing
-# capability, counted in the report, never a failure and never a pass.
+# capability, counted in the report, never a failure and never a pass. Once a Then-step is judging,
+# it is too late for that: the scenario ran, and a check that cannot judge (nor the checks after
+# it) has shown nothing, so the step fails.
 def _skipped_when_incapable(item: pytest.Item) -> Iterator[None]:
     try:
         return (yield)
     except CapabilityMissing as e:
+        judging = item.stash.get(_JUDGING, None)
+        if judging is not None:
+            pytest.fail(f"Then-step {judging!r} could not judge: the environment cannot do what it needs: {e}",
+                        pytrace=False)
         pytest.skip(f"the environment cannot do what this needs: {e}")
+
+
+_JUDGING = pytest.StashKey[str]()
+
+
+def pytest_bdd_step_error(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,
+                          step_func: Any, step_func_args: dict[str, object], exception: Exception) -> None:
+    if isinstance(exception, CapabilityMissing) and step.type == "then":
+        request.node.stash[_JUDGING] = step.name
 
 
 pytest_runtest_setup = pytest_runtest_call = pytest.hookimpl(wrapper=True)(_skipped_when_incapable)
@@ -297,18 +312,25 @@ def session_env(
 
 
 @pytest.fixture
-def region_factory(harness_config: Config, pytestconfig: pytest.Config) -> Iterator[Callable[..., LocalEnvironment]]:
-    """Fresh regions of any shape for one scenario (e.g. members=5, layout="single-zone")."""
+def region_factory(harness_config: Config, pytestconfig: pytest.Config,
+                   request: pytest.FixtureRequest) -> Iterator[Callable[..., LocalEnvironment]]:
+    """Fresh regions of any shape for one scenario (e.g. members=5, layout="single-zone"). The
+    fresh region is the scenario's etcd under test from then on, also after a Background's
+    "Given a healthy region ..." made the session's region that."""
     if harness_config.provider.name != "local":
         pytest.skip(f"a fresh region of its own needs the local provider, not {harness_config.provider.name}")
     made: list[LocalRegion] = []
 
     def make(etcd: dict[str, Any] | None = None, **shape: Any) -> LocalEnvironment:
+        from pytest_bdd.compat import inject_fixture
+
         # Named after the session's region, so that two sessions (--region-name) never share one.
         name = f"{harness_config.region.name[:2]}f{len(made)}"
         region = LocalRegion(with_region(harness_config, etcd, name=name, **shape))
         made.append(region)
-        return _bring_up(region, pytestconfig)
+        fresh = _bring_up(region, pytestconfig)
+        inject_fixture(request._pyfuncitem._request, "etcd", fresh)  # type: ignore[attr-defined]
+        return fresh
 
     try:
         yield make
@@ -362,39 +384,41 @@ _REPLACED = pytest.StashKey[Environment]()
 
 
 @pytest.fixture
-def env(session_env: Environment, harness_provider: Provider, pytestconfig: pytest.Config) -> Environment:
-    """The environment a scenario works on; a step may replace it with a fresh one. The session's
-    local region is checked first: one an earlier scenario left diverged (members at different
-    revisions, or different HashKV) is replaced, and the run says so, instead of failing the
-    next scenario with a wait that never ends."""
+def env(session_env: Environment, harness_provider: Provider, pytestconfig: pytest.Config,
+        harness_config: Config) -> Iterator[Environment]:
+    """The environment a scenario works on; a step may replace it with a fresh one. Once the
+    scenario's faults are healed, the session's local region is checked: a scenario that left it
+    diverged (members that never reach one revision, or that differ in HashKV at it) fails with
+    the evidence, and the region is replaced, so the next scenario starts on a sound one."""
     current = pytestconfig.stash.get(_REPLACED, session_env)
+    yield current
     if not isinstance(harness_provider, LocalRegion) or not isinstance(current, LocalEnvironment):
-        return current
-    why = diverged(current)
+        return
+    why = diverged(current, harness_config.timeouts.recovery)
     if why is None:
-        return current
-    _say(pytestconfig, f"[harness] the session's region is not consistent after the last scenario ({why}); "
-                       "replacing it with a fresh one")
+        return
+    _say(pytestconfig, f"[harness] this scenario left the session's region inconsistent ({why}); replacing it")
     harness_provider.down()
-    fresh = harness_provider.up()
-    pytestconfig.stash[_REPLACED] = fresh
-    return fresh
+    pytestconfig.stash[_REPLACED] = harness_provider.up()
+    pytest.fail(f"this scenario left the session's region inconsistent once its faults were healed: {why}",
+                pytrace=False)
 
 
 def diverged(env: EtcdCluster, timeout: float = 10.0) -> str | None:
     """Why the region is not fit for the next scenario, or None: every member answers, they reach
-    one revision within `timeout` s, and their HashKV at it agree."""
-    from harness.errors import WaitTimeout
-    from harness.probes.converge import converged
-    from harness.probes.etcd import hashkv
+    one revision within `timeout` s, and their HashKV at it agree. The evidence: each member's
+    revision (or how it failed to answer), or each one's HashKV."""
+    from harness.probes.converge import settled_hashes
     from harness.validate.history import diverging_hashes
 
     try:
-        converged(env, timeout)
-        split = diverging_hashes(hashkv(env))
-    except (WaitTimeout, HarnessError) as e:
-        return str(e)[:300]
-    return f"HashKV differs: {split}" if split else None
+        revisions, hashes = settled_hashes(env, timeout)
+    except HarnessError as e:
+        return str(e)[:600]
+    if hashes is None:
+        return f"the members never reached one revision within {timeout:g} s: {revisions}"[:1200]
+    split = diverging_hashes(hashes)
+    return f"HashKV differs at revision {next(iter(revisions.values()))}: {split}" if split else None
 
 
 @pytest.fixture

@@ -204,9 +204,11 @@ Feature: a step out of order
     assert "fixture 'probe' not found" not in out and "available fixtures" not in out
 
 
-def test_a_region_left_diverged_is_replaced_before_the_next_scenario(pytester: pytest.Pytester) -> None:
-    """A scenario that leaves a member down behind the fault runner's back: the next one gets a
-    fresh region, and the run says why, instead of timing out waiting for converged members."""
+def test_a_scenario_that_leaves_the_region_diverged_fails_and_the_next_gets_a_fresh_one(
+        pytester: pytest.Pytester) -> None:
+    """A scenario that leaves a member down behind the fault runner's back fails at its teardown,
+    with each member's answers as evidence; the next one gets a fresh region, instead of timing out
+    waiting for converged members."""
     pytester.makeconftest(STEPS_CONFTEST + '''
 from pytest_bdd import when
 
@@ -225,8 +227,42 @@ Feature: diverged
     Then all members end with equal HashKV
 """)
     pytester.makepyfile(test_features="from pytest_bdd import scenarios\nscenarios('scenario.feature')\n")
-    cfg = pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n')
+    cfg = pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n'
+                                             f'[timeouts]\nrecovery = 5.0\n')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--region-name", "pd", "--harness-config", str(cfg))
-    result.assert_outcomes(passed=2)
-    assert "the session's region is not consistent after the last scenario" in result.stdout.str()
+    result.assert_outcomes(passed=2, errors=1)
+    out = result.stdout.str()
+    assert "ERROR at teardown of test_one" in out
+    assert "this scenario left the session's region inconsistent once its faults were healed: the members never " \
+           "reached one revision within 5 s" in out
+    assert "etcd-1" in out and "during the 5 s wait" in out
     assert namespaces("pd") == []
+
+
+def test_a_then_step_that_cannot_judge_fails_where_a_given_step_skips(pytester: pytest.Pytester) -> None:
+    make_project(pytester, """
+Feature: capabilities
+  Scenario: a check this environment cannot make
+    Given nothing
+    Then something only another environment can tell
+
+  Scenario: a setup this environment cannot make
+    Given something only another environment has
+    Then all is well
+""", "pq")
+    pytester.makeconftest(STEPS_CONFTEST + '''
+from harness.errors import CapabilityMissing
+
+@then("something only another environment can tell")
+def _():
+    raise CapabilityMissing("no wire counters here")
+
+@given("something only another environment has")
+def _():
+    raise CapabilityMissing("no seed here")
+''')
+    result = pytester.runpytest_subprocess("-rs")
+    result.assert_outcomes(failed=1, skipped=1)
+    out = result.stdout.str()
+    assert "Then-step 'something only another environment can tell' could not judge" in out and "no wire counters" in out
+    assert "the environment cannot do what this needs: no seed here" in out
