@@ -99,3 +99,46 @@ Feature: False statements about backups and the recovery from them, judged on re
     Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
     When the volumes of the etcd leader and one follower are lost
     Then etcd is back with 3 healthy members in 3 zones
+
+  Scenario: A full snapshot task on a healthy cluster is said to be rejected within 10 s
+    Fails with: the state task
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    When an OnDemandSnapshotTask for a full snapshot is created
+    Then the task is rejected within 10 s
+
+  Scenario: A full snapshot task on a healthy cluster is said to fail
+    Fails with: the state task
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    When an OnDemandSnapshotTask for a full snapshot is created
+    Then the task ends failed within 30 s
+
+  Scenario: The executor is said to count a completed snapshot task as rejected
+    Fails with: etcd_operator_tasks_total{type="OnDemandSnapshotTask",state="rejected"}
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    When an OnDemandSnapshotTask for a full snapshot is created
+    Then the task is completed within 30 s
+    And the executor counts 1 rejected OnDemandSnapshotTask
+
+  Scenario: The executor is said to count a completed compaction task as failed
+    Fails with: etcd_operator_tasks_total{type="OnDemandSnapCompactionTask",state="failed"}
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
+    And the operator tasks run on its seed
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When 3 s pass
+    And an OnDemandSnapCompactionTask is created
+    Then the task is completed within 30 s
+    And the executor counts 1 failed OnDemandSnapCompactionTask
+
+  Scenario: A full snapshot is said to cover the writes when only a delta one was taken
+    The full snapshot in the store is the one taken at the start, before the probe wrote.
+    Fails with: a full snapshot in the store up to revision
+    Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 30 s
+    And the operator tasks run on its seed
+    And write and read probes run every 10 ms from a client in zone "zone-a"
+    When 2 s pass
+    And an OnDemandSnapshotTask for a delta snapshot is created
+    Then the task is completed within 30 s
+    And the backup store holds a full snapshot covering every write acknowledged before the task
