@@ -7,10 +7,14 @@ pass (no false alarm).
     python -m harness.bugs [--tries N] [--issue NNNNN ...] [--buggy-only]   # make bugs
 
 Each try is a pytest run of its own (a fresh region, `--etcd-version`); a try counts as caught
-when the scenario failed in one of the bug's checks (a Then-step whose failure names it), not in
-its setup. Prints, per bug and version: tries, caught (or passed), the check that flagged it and
-how long each try took; exits non-zero when a bug was caught in fewer than 9 of 10 tries (the
-same share of fewer) or the fixed version failed.
+only when the scenario failed with the bug's own symptom (the Then-step that checks it, saying
+what the bug breaks: a HashKV split, a lost write, an event sent again), not with any other
+anomaly or in its setup; it passes only when every step of the scenario ran and passed. The
+buggy and the fixed release run the same schedules: try N of both is given the same seed for the
+scenario's random schedule (`--schedule-seed`, printed with the try). Prints, per bug and version:
+tries, caught (or passed), the symptom that flagged it and how long each try took; exits
+non-zero when a bug was caught in fewer than 9 of 10 tries (the same share of fewer) or the fixed
+version failed.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import time
@@ -34,13 +39,33 @@ TRY_LIMIT_S = 300.0
 
 
 @dataclass(frozen=True)
+class Symptom:
+    """What a bug breaks, as the Then-step that checks it says it: the step (a part of its text)
+    and a part of its failure's message."""
+
+    name: str
+    step: str
+    says: str
+
+    def seen_in(self, step: str, message: str) -> bool:
+        return self.step in step and self.says in message
+
+
+HASHKV = "all members end with equal HashKV"
+# Members apart: one revision never reached (one member skipped or repeated entries), or HashKV
+# differing at it.
+SPLIT = (Symptom("members' revisions apart", HASHKV, "reach one revision once writes stopped"),
+         Symptom("a HashKV split", HASHKV, "whose HashKV differs"))
+
+
+@dataclass(frozen=True)
 class KnownBug:
     issue: int
     title: str
     buggy: str  # an etcd release that has it
     fixed: str  # one that does not
     failpoints: bool  # the scenario needs etcd built with gofail failpoints
-    checks: tuple[str, ...]  # what a Then-step's failure says when it flags the bug
+    symptoms: tuple[Symptom, ...]  # what the bug breaks; a try is caught by one of these alone
 
     @property
     def marker(self) -> str:
@@ -49,52 +74,77 @@ class KnownBug:
 
 BUGS: dict[int, KnownBug] = {b.issue: b for b in (
     KnownBug(13766, "inconsistent revision and data after a member is killed under high load", "v3.5.2", "v3.5.35",
-             False, ("reach one revision", "HashKV differs", "NOT linearizable", "lost write", "watch anomalies")),
-    KnownBug(14370, "a write acknowledged before a crash is lost (raftBeforeSave)", "v3.5.4", "v3.5.35",
-             True, ("lost write", "NOT linearizable", "missing acknowledged writes")),
+             False, SPLIT),
+    KnownBug(14370, "a write acknowledged before a crash is lost (raftBeforeSave)", "v3.5.4", "v3.5.35", True,
+             (Symptom("a lost write", "no acknowledged write of the load is lost",
+                      "members missing acknowledged writes of the load"),)),
     KnownBug(14685, "a member that crashed while defragmenting applies entries twice (defragBeforeCopy)", "v3.5.5",
-             "v3.5.35", True, ("reach one revision", "HashKV differs", "watch anomalies", "NOT linearizable", "lost write")),
+             "v3.5.35", True, SPLIT),
     KnownBug(15271, "a watch goes back in time after its member was brought back by a snapshot", "v3.5.7",
-             "v3.5.35", False, ("watch anomalies", "NOT linearizable")),
+             "v3.5.35", False,
+             (Symptom("an event sent again", "every watcher saw every event in order", "duplicate event"),
+              Symptom("an event out of order", "every watcher saw every event in order", "reordered event"))),
 )}
 
 
 @dataclass(frozen=True)
 class Try:
     version: str
-    outcome: str  # caught | passed | failed-elsewhere | error
-    check: str  # the check that flagged it, or why it did not count
+    outcome: str  # caught | passed | failed-elsewhere | incomplete | error
+    check: str  # the symptom that flagged it, or why it did not count
     seconds: float
+    seed: int  # the scenario's schedule seed
 
 
-def run_try(bug: KnownBug, version: str, workdir: Path, region: str = "bg") -> Try:
-    """One pytest run of the bug's scenario on `version`, in a region of its own."""
+def scenario_steps(bug: KnownBug) -> int:
+    """How many steps the bug's scenario has (its background's included): a try passes only when
+    every one of them ran and passed."""
+    from pytest_bdd.parser import FeatureParser
+
+    feature = FeatureParser(str(FEATURE.parent), FEATURE.name).parse()
+    (scenario,) = [s for s in feature.scenarios.values() if bug.marker in s.tags]
+    return len(scenario.steps)
+
+
+def judge_try(bug: KnownBug, steps: list[dict[str, Any]], expected: int) -> tuple[str, str]:
+    """(outcome, what it rests on) of a try's steps as pytest-bdd's cucumber report has them."""
+    failed = next((s for s in steps if s["result"]["status"] == "failed"), None)
+    if failed is None:
+        not_passed = [f"{s['name']} ({s['result']['status']})" for s in steps if s["result"]["status"] != "passed"]
+        if len(steps) != expected or not_passed:
+            return "incomplete", (f"{len(steps)} of {expected} steps ran" +
+                                  (f"; not passed: {', '.join(not_passed)}" if not_passed else ""))
+        return "passed", ""
+    message = failed["result"].get("error_message", "")
+    seen = next((sym for sym in bug.symptoms if sym.seen_in(failed["name"], message)), None)
+    if seen is None:
+        return "failed-elsewhere", f"{failed['keyword'].strip()} {failed['name']}: {_verdict_line(message)}"
+    return "caught", f"{seen.name}: {_verdict_line(message)}"
+
+
+def run_try(bug: KnownBug, version: str, workdir: Path, seed: int, region: str = "bg") -> Try:
+    """One pytest run of the bug's scenario on `version`, in a region of its own, its random
+    schedule seeded with `seed`."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "cucumber.json"
     config = workdir / "harness.toml"
     config.write_text(f'[paths]\nreports_dir = "{workdir / "reports"}"\n')
     argv = [sys.executable, "-m", "pytest", str(FEATURE.parent / "test_features.py"), "-m", bug.marker,
             "--etcd-version", version, "--region-name", region, "--harness-config", str(config),
-            "--cucumberjson", str(report), "-p", "no:cacheprovider", "-q", "--tb=line"]
+            "--schedule-seed", str(seed), "--cucumberjson", str(report), "-p", "no:cacheprovider", "-q", "--tb=line"]
     began = time.monotonic()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=TRY_LIMIT_S + 120,
                               cwd=FEATURE.parents[1], env={**os.environ, "PYTHONUNBUFFERED": "1"})
     except subprocess.TimeoutExpired:
-        return Try(version, "error", f"did not finish within {TRY_LIMIT_S + 120:.0f} s", time.monotonic() - began)
+        return Try(version, "error", f"did not finish within {TRY_LIMIT_S + 120:.0f} s", time.monotonic() - began,
+                   seed)
     took = time.monotonic() - began
     steps = _steps(report)
     if not steps:
-        return Try(version, "error", (done.stdout + done.stderr).strip()[-300:], took)
-    failed = next((s for s in steps if s["result"]["status"] == "failed"), None)
-    if failed is None:
-        return Try(version, "passed", "", took)
-    message = failed["result"].get("error_message", "")
-    check = next((c for c in bug.checks if c in message), None)
-    if failed["keyword"].strip() not in ("Then", "And") or check is None:
-        return Try(version, "failed-elsewhere", f"{failed['keyword'].strip()} {failed['name']}: "
-                                                  f"{_verdict_line(message)}", took)
-    return Try(version, "caught", f"{failed['name']}: {_verdict_line(message)}", took)
+        return Try(version, "error", (done.stdout + done.stderr).strip()[-300:], took, seed)
+    outcome, check = judge_try(bug, steps, scenario_steps(bug))
+    return Try(version, outcome, check, took, seed)
 
 
 def _steps(report: Path) -> list[dict[str, Any]]:
@@ -123,9 +173,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tries", type=int, default=10, help="runs per bug and version (default 10)")
     ap.add_argument("--issue", type=int, action="append", choices=sorted(BUGS), help="only these bugs")
     ap.add_argument("--buggy-only", action="store_true", help="skip the runs on the fixed versions")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="the first try's schedule seed (try N gets seed + N - 1, on both versions; default: new)")
     args = ap.parse_args(argv)
     if args.tries < 1:
         ap.error("--tries must be at least 1")
+    seed = args.seed if args.seed is not None else random.randrange(1_000_000)
+    print(f"[bugs] schedule seeds {seed} to {seed + args.tries - 1}; replay with --seed {seed}", file=sys.stderr,
+          flush=True)
     ok = True
     # Every try's output (logs, Porcupine's page, the timeline) stays: a catch's evidence.
     out = load_config().reports_dir / "bugs" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -135,10 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for version, want in ((bug.buggy, "caught"), *(() if args.buggy_only else ((bug.fixed, "passed"),))):
             tries = []
             for n in range(args.tries):
-                t = run_try(bug, version, out / f"{issue}-{version}-{n + 1}")
+                t = run_try(bug, version, out / f"{issue}-{version}-{n + 1}", seed + n)
                 tries.append(t)
-                print(f"etcd #{issue} on {version}, try {n + 1}/{args.tries}: {t.outcome} in {t.seconds:.0f} s"
-                      f"{' - ' + t.check if t.check else ''}", flush=True)
+                print(f"etcd #{issue} on {version}, try {n + 1}/{args.tries} (seed {t.seed}): {t.outcome} in "
+                      f"{t.seconds:.0f} s{' - ' + t.check if t.check else ''}", flush=True)
             hits = sum(t.outcome == want for t in tries)
             good = hits >= needed(args.tries) if want == "caught" else hits == args.tries
             ok = ok and good

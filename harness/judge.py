@@ -13,6 +13,20 @@ class ToleranceViolation(AssertionError):
     pass
 
 
+class Inconclusive(AssertionError):
+    """A bound missed by less than the harness could resolve (its own stalls explain the excess):
+    neither a pass nor a violation. A run reruns the scenario once or fails (--inconclusive)."""
+
+
+def resolved(missed_by: float, harness_stalled: float, what: str, detail: str) -> None:
+    """A bound was missed by `missed_by` seconds; when the harness itself stalled at least that long
+    across what it measured, the miss may be the harness's: Inconclusive, never a pass."""
+    __tracebackhide__ = True
+    if missed_by > 0 and harness_stalled >= missed_by:
+        raise Inconclusive(f"{what}: inconclusive, missed by {missed_by:.3f}s while the harness itself stalled "
+                           f"{harness_stalled:.3f}s across it (its canary woke that late): {detail}")
+
+
 def at_most(value: float | None, limit: float, what: str, seen: Any = None) -> float:
     __tracebackhide__ = True
     if value is None:
@@ -22,12 +36,14 @@ def at_most(value: float | None, limit: float, what: str, seen: Any = None) -> f
     return value
 
 
-def gap_at_most(gap: Any, limit: float, what: str) -> float:
+def gap_at_most(gap: Any, limit: float, what: str, harness_stalled: float = 0.0) -> float:
     """A stretch without acknowledged writes (validate.availability.Gap) of at most `limit` seconds;
-    one still open when its window ended says so."""
+    one still open when its window ended says so. `harness_stalled`: seconds of it in which the
+    harness itself could not run; a miss no longer than that is Inconclusive."""
     __tracebackhide__ = True
     if gap.length > limit:
         tail = "; writes had not resumed when the window ended" if gap.open else ""
+        resolved(gap.length - limit, harness_stalled, what, f"expected at most {limit:.3f}s, {gap.describe()}")
         raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, measured {gap.length:.3f}s: "
                                  f"{gap.describe()}{tail}")
     return float(gap.length)

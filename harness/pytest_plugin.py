@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -23,6 +24,7 @@ import pytest
 from harness import etcd_builds, rootless
 from harness.config import PROVIDER_NAMES, Config, load_config, with_region
 from harness.errors import CapabilityMissing, EnvironmentStateError, HarnessError
+from harness.judge import Inconclusive
 from harness.faults.runner import FaultRunner
 from harness.probes.availability import AvailabilityProbe, ProbeHistory
 from harness.providers import get_provider
@@ -65,6 +67,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "reports/latest pointing at it, and the trends; also on failure and interruption")
     group.addoption("--explore-seed", type=int, default=None,
                     help="@explore: the seed of the random schedule of faults (default: a new one, said at its start)")
+    group.addoption("--inconclusive", choices=("rerun", "fail"), default="rerun",
+                    help="a timing bound missed by less than the harness's own stalls is inconclusive, never a pass: "
+                         "rerun the scenario once, failing if it is inconclusive again (default), or fail at once")
+    group.addoption("--schedule-seed", type=int, default=None,
+                    help="the seed of a scenario's random schedule (member kills; default: a new one, on the timeline)")
     group.addoption("--explore-seconds", type=float, default=None,
                     help="@explore: how long the schedule runs, in place of the feature's own time")
     group.addoption("--harness-run-id", default=None,
@@ -160,6 +167,49 @@ def _skipped_when_incapable(item: pytest.Item) -> Iterator[None]:
 
 
 _JUDGING = pytest.StashKey[str]()
+
+
+# An inconclusive verdict (harness.judge.Inconclusive: a bound missed by less than the harness's
+# own stalls) is never a pass. With --inconclusive=rerun its scenario runs once more: the first
+# try's call is reported as skipped, saying why (the JUnit's <skipped>, "R" in the terminal), and
+# the second decides; inconclusive again, it fails. Reports are logged as they come, as pytest's
+# own protocol does, so an interrupted scenario is still reported.
+_TRIES = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if (call.when == "call" and report.failed and call.excinfo is not None
+            and call.excinfo.errisinstance(Inconclusive) and item.config.getoption("inconclusive") == "rerun"
+            and item.stash.get(_TRIES, 0) == 0):
+        item.stash[_TRIES] = 1
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"inconclusive, run once more: {call.excinfo.value}")
+        report.user_properties.append(("inconclusive", str(call.excinfo.value)[:500]))
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    if item.config.getoption("inconclusive") != "rerun":
+        return None
+    from _pytest.runner import runtestprotocol
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    runtestprotocol(item, nextitem=nextitem)
+    if item.stash.get(_TRIES, 0) == 1:
+        item.stash[_TRIES] = 2
+        _say(item.config, f"[harness] {item.nodeid}: inconclusive, running it once more")
+        runtestprotocol(item, nextitem=nextitem)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+    if report.when == "call" and report.skipped and any(k == "inconclusive" for k, _ in report.user_properties):
+        return "rerun", "R", ("INCONCLUSIVE, RERUN", {"yellow": True})
+    return None
 
 
 def pytest_bdd_step_error(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,
@@ -553,6 +603,15 @@ class Exploration:
 def exploration(pytestconfig: pytest.Config) -> Exploration:
     return Exploration(pytestconfig.getoption("explore_seed"), pytestconfig.getoption("explore_seconds"),
                        lambda text: _say(pytestconfig, text))
+
+
+@pytest.fixture
+def schedule_seed(pytestconfig: pytest.Config) -> int:
+    """The seed of the scenario's random schedule: --schedule-seed, else a new one (the step puts it
+    on the timeline, so a run can be repeated, and harness.bugs gives a buggy and a fixed release
+    the same one)."""
+    given = pytestconfig.getoption("schedule_seed")
+    return int(given) if given is not None else time.time_ns() % 2**32
 
 
 @pytest.fixture

@@ -26,6 +26,11 @@ from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
 
 MAX_INTERVAL = 0.020
+# The harness's own stalls, seen by a thread that asks to wake every CANARY_TICK: a wake-up at
+# least STALL_MIN late is a stretch in which the probe's threads could not run either, and a
+# latency or a gap measured across it may be the harness's, not etcd's ("stall" samples).
+CANARY_TICK = 0.005
+STALL_MIN = 0.002
 # Each witness request costs the member about what a status request does (0.5 ms of etcd's CPU
 # here): at 50 ms on top of the probe's own, the reference control plane on a 2-core seed missed
 # its readiness bounds in 2 of 2 runs (0 of 2 at 200 ms).
@@ -118,6 +123,7 @@ class AvailabilityProbe:
             threading.Thread(target=self._witness_loop, args=(m.name,), name=f"probe-witness-{m.name}", daemon=True)
             for m in self.env.members
         ]
+        self._threads.append(threading.Thread(target=self._canary_loop, name="probe-canary", daemon=True))
         for t in self._threads:
             t.start()
         self.timeline.mark("probe", "start", via_zone=self.via_zone, interval=self.interval, value_size=self.value_size)
@@ -183,6 +189,15 @@ class AvailabilityProbe:
                 healthy, said = False, f"{type(e).__name__}: {e}"
             record(Sample("health", member, t0, self.timeline.now(), healthy, error=None if healthy else said[-160:]))
             self._stop.wait(max(0.0, interval - (time.monotonic() - began)))
+
+    def _canary_loop(self) -> None:
+        record = self.history.samples.append
+        while not self._stop.is_set():
+            due = self.timeline.now() + CANARY_TICK
+            self._stop.wait(CANARY_TICK)
+            woke = self.timeline.now()
+            if woke - due >= STALL_MIN:
+                record(Sample("stall", "harness", due, woke, False))
 
     def _witness_loop(self, member: str) -> None:
         """The member's raft state through the harness's own view of it ("witness" samples: the

@@ -10,6 +10,7 @@ class Sample:
     # "write" | "read" | "status" (from the probe's client zone; its term is that of the last entry
     # the member applied) | "witness" (the member's raft state through the harness's own view of it,
     # its own zone: its current term, the leader it follows) | "health" (its /health, when asked for)
+    # | "stall" (the harness itself could not run from start to end: its canary woke that late)
     kind: str
     member: str  # member that answered (write: the endpoint tried)
     start: float

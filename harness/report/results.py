@@ -49,8 +49,9 @@ class RunRecorder:
             elif report.skipped:
                 rec.update(result="skipped", message=_message(report))
         elif report.when == "call":
-            rec.update(result="skipped" if report.skipped else report.outcome, message=_message(report),
-                       crash=_crash(report) if report.failed else None)
+            inconclusive = report.failed and "Inconclusive: " in (_message(report) or "")
+            rec.update(result="skipped" if report.skipped else "inconclusive" if inconclusive else report.outcome,
+                       message=_message(report), crash=_crash(report) if report.failed else None)
         elif report.failed and rec["result"] == "passed":
             rec.update(result="error", message=_message(report), crash=_crash(report))
 

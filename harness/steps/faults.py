@@ -310,11 +310,12 @@ def _(faults: FaultRunner, member: str) -> None:
 
 
 @when(parsers.parse("a random member is killed and restarted {times:d} times, {seconds:g} s apart"))
-def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, times: int, seconds: float) -> None:
+def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, schedule_seed: int, times: int,
+      seconds: float) -> None:
     """etcd's robustness suite's kill failpoint: SIGKILL of a member chosen at random (the leader
     too), restarted at once from its data, answering again before the next. The schedule's seed
-    is on the timeline, so a run can be repeated."""
-    seed = time.time_ns() % 2**32
+    (--schedule-seed) is on the timeline, so a run can be repeated."""
+    seed = schedule_seed
     rng = random.Random(seed)
     timeline.mark("schedule", "random member kills", seed=seed, times=times, seconds=seconds)
     for n in range(times):

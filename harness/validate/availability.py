@@ -27,6 +27,12 @@ class Gap:
         return f"no write acknowledged from {self.start:.3f} s to {self.end:.3f} s ({self.length:.3f} s)"
 
 
+def stalled(samples: Iterable[Sample], start: float, end: float) -> float:
+    """Seconds of [start, end] in which the harness itself stalled (its canary's "stall" samples):
+    a latency or a gap measured across them may be the harness's, not the system's."""
+    return sum(max(0.0, min(end, s.end) - max(start, s.start)) for s in samples if s.kind == "stall")
+
+
 def acks(samples: Iterable[Sample]) -> list[float]:
     return sorted(s.end for s in samples if s.kind == "write" and s.ok)
 
@@ -62,6 +68,8 @@ class Latency:
     writes: int
     failed: int
     low: float = float("inf")  # seconds; the percentile with every failed write counted as the fastest
+    # seconds; `value` with each acknowledged write's latency less the harness's own stalls across it
+    unstalled: float = float("inf")
 
     def describe(self, measured: bool = False) -> str:
         """`measured`: as a lower bound is judged, from the measured latencies alone."""
@@ -84,14 +92,18 @@ def write_latency(samples: Iterable[Sample], start: float, end: float, quantile:
     """
     if not 0 < quantile <= 1:
         raise ValueError(f"a quantile is in (0, 1], got {quantile}")
+    samples = list(samples)
     begun = [s for s in samples if s.kind == "write" and start <= s.start <= end]
     if not begun:
         return Latency(quantile, float("inf"), 0, 0, 0.0)
     rank = int(max(1, -(-len(begun) * quantile // 1)))  # nearest rank: ceil(q * n)
     slowest = sorted(s.end - s.start if s.ok else float("inf") for s in begun)
     fastest = sorted(s.end - s.start if s.ok else 0.0 for s in begun)
+    stalls = [s for s in samples if s.kind == "stall"]
+    unstalled = sorted(max(0.0, s.end - s.start - stalled(stalls, s.start, s.end)) if s.ok else float("inf")
+                       for s in begun)
     failed = sum(not s.ok for s in begun)
-    return Latency(quantile, slowest[rank - 1], len(begun), failed, fastest[rank - 1])
+    return Latency(quantile, slowest[rank - 1], len(begun), failed, fastest[rank - 1], unstalled[rank - 1])
 
 
 @dataclass(frozen=True)

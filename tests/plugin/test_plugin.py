@@ -266,3 +266,30 @@ def _():
     out = result.stdout.str()
     assert "Then-step 'something only another environment can tell' could not judge" in out and "no wire counters" in out
     assert "the environment cannot do what this needs: no seed here" in out
+
+
+def test_an_inconclusive_verdict_reruns_its_scenario_once_then_fails(pytester: pytest.Pytester) -> None:
+    """Never a pass: rerun once (the default), and if the bound is missed within the harness's own
+    stalls again, the scenario fails saying so; --inconclusive=fail fails at once."""
+    make_project(pytester, """
+Feature: resolution
+  Scenario: a bound missed while the harness stalled
+    Given nothing
+    Then a bound is missed by less than the harness stalled
+""", "pr")
+    pytester.makeconftest(STEPS_CONFTEST + '''
+from harness import judge
+
+@then("a bound is missed by less than the harness stalled")
+def _():
+    judge.resolved(0.2, 0.5, "write gap", "3.2 s against 3 s")
+''')
+    result = pytester.runpytest_subprocess("--junitxml", str(pytester.path / "junit.xml"))
+    assert result.parseoutcomes() == {"failed": 1, "rerun": 1}
+    junit = (pytester.path / "junit.xml").read_text()
+    assert junit.count("<testcase") == 2 and '<skipped type="pytest.skip" message="inconclusive, run once more' in junit
+    assert "<failure" in junit and "harness.judge.Inconclusive" in junit
+    result.stdout.fnmatch_lines(["*inconclusive, running it once more*"])
+    result.stdout.fnmatch_lines(["*Inconclusive: write gap: inconclusive, missed by 0.200s while the harness itself "
+                                 "stalled 0.500s*"])
+    pytester.runpytest_subprocess("--inconclusive", "fail").assert_outcomes(failed=1)

@@ -200,3 +200,21 @@ def test_a_member_answers_again_at_its_first_answered_status_after_a_time() -> N
 def test_writes_begun_in_a_window_count_however_they_ended() -> None:
     samples = [w(0.9, 1.2), w(1.0, 1.3, ok=False), w(1.5, 2.5), w(2.0, 2.1)]
     assert [s.start for s in av.writes_begun(samples, 1.0, 2.0)] == [1.0, 1.5]
+
+
+def test_a_bound_missed_within_the_harnesss_own_stalls_is_inconclusive_never_a_pass() -> None:
+    from harness import judge
+
+    stalls = [Sample("stall", "harness", 1.0, 1.3, False), Sample("stall", "harness", 2.0, 2.05, False)]
+    assert av.stalled(stalls, 0.0, 5.0) == pytest.approx(0.35)
+    assert av.stalled(stalls, 1.2, 2.01) == pytest.approx(0.11)
+    gap = av.Gap(0.9, 4.2)
+    with pytest.raises(judge.Inconclusive, match="missed by 0.300s while the harness itself stalled 0.350s"):
+        judge.gap_at_most(gap, 3.0, "gap", av.stalled(stalls, gap.start, gap.end))
+    with pytest.raises(judge.ToleranceViolation, match="measured 3.300s"):  # more than the stalls explain
+        judge.gap_at_most(gap, 2.9, "gap", av.stalled(stalls, gap.start, gap.end))
+    assert not issubclass(judge.Inconclusive, judge.ToleranceViolation)
+    # A write slow only across a stall: its latency less the stall is the system's at most.
+    writes = [w(i * 0.01, i * 0.01 + 0.002) for i in range(49)] + [w(0.99, 1.29)]
+    p99 = av.write_latency(writes + stalls, 0.0, 1.0, 0.99)
+    assert p99.value == pytest.approx(0.3) and p99.unstalled == pytest.approx(0.01)
