@@ -39,7 +39,9 @@ Feature: A member's disk full or slow
     a write waits on two of its saves: 100 ms a save is about 200 ms a write (measured: p99
     203 ms, against 3 ms with no wait), and its heartbeats wait too; slower, not down. (At 200 ms a write takes longer than the probe's 250 ms timeout: every
     write fails.) A slow follower is outvoted: the leader and the other follower make the quorum
-    without it (p99 5 ms).
+    without it (p99 5 ms). A write that waited on its save would take the save's 100 ms: 50 ms
+    tells the two apart and leaves room for a busy machine (p99 34.9 ms measured on 2 cores
+    running the whole suite, with the harness's own stalls taken out 30.9 ms).
 
     Given a fresh region with 3 etcd members at the etcd version under test with failpoints, its backend committed every 100 ms
     And the etcd leader is in zone "zone-a"
@@ -56,7 +58,7 @@ Feature: A member's disk full or slow
     Examples:
       | role       | member | p99          |
       | the leader | etcd-0 | at least 150 |
-      | a follower | etcd-1 | under 25     |
+      | a follower | etcd-1 | under 50     |
 
   Scenario: A lone member loses power under writes: all it acknowledged was fsynced and comes back
     With one member there is no peer to catch up from: what the member acknowledged must be on its
