@@ -140,7 +140,7 @@ def zone_outage(env: Environment, seed: Seed, zone: str, bounds: Bounds) -> Zone
     try:
         time.sleep(1.0)
         fault = runner.inject("zone-outage", zone)
-        cut = fault.effective_at  # when the router was seen dropping the zone's packets
+        cut = fault.effective_after  # the earliest the router may have dropped the zone's packets
         nodes = {n.name for n in env.nodes_in(zone)}
         result.not_ready_after = _since(cut, timeline, first_within(
             lambda: True if _not_ready(seed, nodes) else None, f"the nodes of {zone} NotReady", bounds.not_ready + 5))

@@ -271,6 +271,13 @@ class EtcdClient:
         except (KeyError, TypeError, ValueError) as e:
             raise EtcdRequestError(f"{self.url}/debug/vars: no raft.status in it ({type(e).__name__}: {e})") from None
 
+    def command_line(self) -> list[str]:
+        """The member's own command line, as its process was started (/debug/vars "cmdline")."""
+        try:
+            return [str(a) for a in self.call("/debug/vars", None)["cmdline"]]
+        except (KeyError, TypeError) as e:
+            raise EtcdRequestError(f"{self.url}/debug/vars: no cmdline in it ({type(e).__name__}: {e})") from None
+
     def status(self) -> Status:
         p = self.call("/v3/maintenance/status", {})
         return Status(

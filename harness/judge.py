@@ -27,11 +27,15 @@ def resolved(missed_by: float, harness_stalled: float, what: str, detail: str) -
                            f"{harness_stalled:.3f}s across it (its canary woke that late): {detail}")
 
 
-def at_most(value: float | None, limit: float, what: str, seen: Any = None) -> float:
+def at_most(value: float | None, limit: float, what: str, seen: Any = None, harness_stalled: float = 0.0) -> float:
+    """A duration of at most `limit` seconds. `harness_stalled`: seconds of it in which the harness
+    itself could not run (its probe's canary); a miss no longer than that is Inconclusive. One that
+    never happened is a violation: by how much it was missed is not known."""
     __tracebackhide__ = True
     if value is None:
         raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, but it never happened; seen: {seen!r}")
     if value > limit:
+        resolved(value - limit, harness_stalled, what, f"expected at most {limit:.3f}s, measured {value:.3f}s")
         raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, measured {value:.3f}s; seen: {seen!r}")
     return value
 

@@ -67,9 +67,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "reports/latest pointing at it, and the trends; also on failure and interruption")
     group.addoption("--explore-seed", type=int, default=None,
                     help="@explore: the seed of the random schedule of faults (default: a new one, said at its start)")
-    group.addoption("--inconclusive", choices=("rerun", "fail"), default="rerun",
+    group.addoption("--inconclusive", choices=("rerun", "error", "fail"), default="rerun",
                     help="a timing bound missed by less than the harness's own stalls is inconclusive, never a pass: "
-                         "rerun the scenario once, failing if it is inconclusive again (default), or fail at once")
+                         "rerun the scenario once and report it as an error if it is inconclusive again (default), "
+                         "report it as an error at once, or as a plain failure")
     group.addoption("--schedule-seed", type=int, default=None,
                     help="the seed of a scenario's random schedule (member kills; default: a new one, on the timeline)")
     group.addoption("--explore-seconds", type=float, default=None,
@@ -172,21 +173,27 @@ _JUDGING = pytest.StashKey[str]()
 # An inconclusive verdict (harness.judge.Inconclusive: a bound missed by less than the harness's
 # own stalls) is never a pass. With --inconclusive=rerun its scenario runs once more: the first
 # try's call is reported as skipped, saying why (the JUnit's <skipped>, "R" in the terminal), and
-# the second decides; inconclusive again, it fails. Reports are logged as they come, as pytest's
-# own protocol does, so an interrupted scenario is still reported.
+# the second decides; inconclusive again, it is an error of its own kind (failed, "E" and
+# INCONCLUSIVE in the terminal, counted with the errors, the reason in the JUnit's properties), as
+# it is at once with --inconclusive=error. Reports are logged as they come, as pytest's own
+# protocol does, so an interrupted scenario is still reported.
 _TRIES = pytest.StashKey[int]()
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
     report: pytest.TestReport = yield
-    if (call.when == "call" and report.failed and call.excinfo is not None
-            and call.excinfo.errisinstance(Inconclusive) and item.config.getoption("inconclusive") == "rerun"
-            and item.stash.get(_TRIES, 0) == 0):
+    mode = item.config.getoption("inconclusive")
+    if not (call.when == "call" and report.failed and call.excinfo is not None
+            and call.excinfo.errisinstance(Inconclusive) and mode != "fail"):
+        return report
+    said = ("inconclusive", str(call.excinfo.value)[:500])
+    report.user_properties.append(said)
+    item.user_properties.append(said)  # the JUnit writes the item's, at teardown
+    if mode == "rerun" and item.stash.get(_TRIES, 0) == 0:
         item.stash[_TRIES] = 1
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"inconclusive, run once more: {call.excinfo.value}")
-        report.user_properties.append(("inconclusive", str(call.excinfo.value)[:500]))
     return report
 
 
@@ -201,14 +208,18 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if item.stash.get(_TRIES, 0) == 1:
         item.stash[_TRIES] = 2
         _say(item.config, f"[harness] {item.nodeid}: inconclusive, running it once more")
+        item.user_properties[:] = [p for p in item.user_properties if p[0] != "inconclusive"]
         runtestprotocol(item, nextitem=nextitem)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
 
 
 def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-    if report.when == "call" and report.skipped and any(k == "inconclusive" for k, _ in report.user_properties):
-        return "rerun", "R", ("INCONCLUSIVE, RERUN", {"yellow": True})
+    if report.when == "call" and any(k == "inconclusive" for k, _ in report.user_properties):
+        if report.skipped:
+            return "rerun", "R", ("INCONCLUSIVE, RERUN", {"yellow": True})
+        if report.failed:
+            return "error", "E", ("INCONCLUSIVE", {"red": True})
     return None
 
 

@@ -39,6 +39,9 @@ class AwsZoneOutage:
     denying only the other zones' subnets (`availability-zone`, as AWS FIS)."""
 
     kind: ClassVar[str] = "aws-zone-outage"
+    # Looked at through AWS's eventually consistent API: a swapped ACL dropped the zone's packets
+    # at once, its association read back 0.8-1.2 s later.
+    effect_reads_late: ClassVar[bool] = True
 
     def __init__(self, scope: str = "all", subnet_tags: dict[str, str] | None = None) -> None:
         if scope not in nacl.SCOPES:
@@ -84,6 +87,7 @@ class AwsRevokeCredentials:
     Target: the principal (user or role name, or ARN), or `machine-controller` for the one configured."""
 
     kind: ClassVar[str] = "aws-revoke-credentials"
+    effect_reads_late: ClassVar[bool] = True  # looked at through AWS's eventually consistent API
 
     def __init__(self, method: str = "deny-policy") -> None:
         if method not in credentials.METHODS:
@@ -134,6 +138,7 @@ class AwsInstanceFailure:
     instance tagged `ha-harness/node` or Name) or an instance id."""
 
     kind: ClassVar[str] = "aws-instance"
+    effect_reads_late: ClassVar[bool] = True  # looked at through AWS's eventually consistent API
 
     def __init__(self, mode: str) -> None:
         if mode not in instances.MODES:

@@ -42,7 +42,10 @@ class Fault(Protocol):
     def plan(self, env: Environment, target: str) -> str:
         """What inject would do, for a dry run; changes nothing. Optional: the runner says
         "apply KIND on TARGET" for a fault without one. (Also optional: `waits_up_to(timeouts)`,
-        seconds an inject waits on purpose, added to its time limit.)"""
+        seconds an inject waits on purpose, added to its time limit; `effect(env, target, data)`,
+        evidence of the effect or None, which the runner polls for when it took effect; and
+        `effect_reads_late = True` where that look reads an API back that may not show a change
+        already in effect, so a look that saw nothing does not narrow when it took effect.)"""
 
 
 def lacks(env: Environment, capability: type, what: str) -> str | None:

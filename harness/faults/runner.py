@@ -38,8 +38,16 @@ class ActiveFault:
 
     @property
     def effective_at(self) -> float:
-        """When the fault was seen in effect, on the timeline (verdicts are judged from here)."""
+        """When the fault was first seen in effect, on the timeline: the latest it took effect."""
         return float(self.event.data.get("effective_at", self.event.data.get("injected_at", self.event.start)))
+
+    @property
+    def effective_after(self) -> float:
+        """The earliest it may have taken effect: when the last look that did not see it began,
+        else when it recorded its first change, else when it was asked for. A bound counted from the effect is judged from here, so an effect
+        seen late (the AWS API path: 0.8-1.2 s) does not flatter it."""
+        data = self.event.data
+        return float(data.get("effective_after", data.get("changing_from", self.event.start)))
 
 
 EFFECT_POLL = 0.005  # seconds between looks at a fault's effect
@@ -96,7 +104,14 @@ class FaultRunner:
             self.env.update_fault(fid, base)
         # The event's start is when the fault was asked for; `effective_at` when it was seen in place.
         event = self.timeline.begin("fault", kind, target=target, id=fid, max_duration=max_duration)
-        ctx = Injection(base["run_id"], lambda data: self.env.update_fault(fid, {**data, **base}))
+
+        def record(data: dict[str, Any]) -> None:
+            # A fault records its heal data before each change it makes: before the first, its
+            # effect cannot have begun (the bracket's lower end, when no look narrows it more).
+            event.data.setdefault("changing_from", self.timeline.now())
+            self.env.update_fault(fid, {**data, **base})
+
+        ctx = Injection(base["run_id"], record)
         timeouts = self.env.config.timeouts
         # A fault that waits on purpose (a drain retrying evictions) gets that wait on top.
         timeout = timeouts.fault_apply + float(getattr(fault, "waits_up_to", lambda t: 0.0)(timeouts))
@@ -119,8 +134,10 @@ class FaultRunner:
 
     def _observe_effect(self, fault: Fault, kind: str, target: str, data: dict[str, Any], event: Event) -> None:
         """When the fault took effect, as observed (the router dropping the zone's packets, the
-        process gone), not when it was asked for: verdicts are judged from `effective_at`. A
-        fault whose effect cannot be observed is taken as in place once applied, and says so."""
+        process gone), not when it was asked for, as a bracket: `effective_after`, when the last
+        look that did not see it began (never, for a fault whose look reads back late; see
+        ActiveFault.effective_after), and `effective_at`, when the first look that did see it ended. A fault
+        whose effect cannot be observed is taken as in place once applied, and says so."""
         look = getattr(fault, "effect", None)
         if look is None:
             event.data.update(effective_at=event.data["injected_at"],
@@ -130,13 +147,16 @@ class FaultRunner:
         began = time.monotonic()
         last: Any = None
         while True:
+            looked, failed = self.timeline.now(), False
             try:
                 evidence = look(self.env, target, data)
-            except HarnessError as e:  # an observation that failed is no evidence
-                evidence, last = None, f"{type(e).__name__}: {e}"
+            except HarnessError as e:  # an observation that failed is no evidence, either way
+                evidence, last, failed = None, f"{type(e).__name__}: {e}", True
             if evidence:
                 event.data.update(effective_at=self.timeline.now(), effect={"observed": True, **evidence})
                 return
+            if not failed and not getattr(fault, "effect_reads_late", False):
+                event.data["effective_after"] = looked  # it looked, and the fault was not in effect yet
             if time.monotonic() - began > bound:
                 raise FaultError(f"{kind} on {target} was applied, but its effect was not observed within "
                                  f"{bound:g} s (last: {last or 'no evidence yet'})")

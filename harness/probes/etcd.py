@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from harness.errors import HarnessError
+from dataclasses import dataclass
+
+from harness.errors import CapabilityMissing, HarnessError
 from harness.etcd_gateway import EtcdRequestError
 from harness.providers.base import EtcdCluster
+
+ETCD_DEFAULT_ELECTION_MS = 1000  # etcd's --election-timeout when not given
 
 
 def keys_per_member(etcd: EtcdCluster, prefix: str) -> dict[str, list[str] | str]:
@@ -54,3 +58,54 @@ def hashkv(etcd: EtcdCluster, revision: int | None = None) -> dict[str, int]:
         finally:
             client.close()
     return hashes
+
+
+@dataclass(frozen=True)
+class ElectionTimeout:
+    """The members' --election-timeout, as they were started, and where that was read."""
+
+    seconds: float
+    said: str
+
+
+def flag_value(command_line: list[str], name: str) -> str | None:
+    """The value of `--name` (or Go's `-name`) given as `--name=v` or `--name v`; None when absent."""
+    for i, arg in enumerate(command_line):
+        key, eq, value = arg.lstrip("-").partition("=")
+        if arg.startswith("-") and key == name:
+            return value if eq else (command_line[i + 1] if i + 1 < len(command_line) else None)
+    return None
+
+
+def election_timeout(etcd: EtcdCluster) -> ElectionTimeout:
+    """The election timeout the members run with, read from each one's command line (every member
+    the harness can reach; they must agree, and one at least must answer). A member started from
+    a config file (etcd-druid's) does not say it there: CapabilityMissing. (One given it through
+    ETCD_ELECTION_TIMEOUT in its environment would be taken for etcd's default.)"""
+    read: dict[str, int] = {}
+    why: dict[str, str] = {}
+    for m in etcd.members:
+        client = etcd.client(m.name, None, timeout=1.0)  # a member cut off costs a second, not more
+        try:
+            line = client.command_line()
+        except EtcdRequestError as e:
+            why[m.name] = str(e)[-160:]
+            continue
+        finally:
+            client.close()
+        if flag_value(line, "config-file") is not None:
+            raise CapabilityMissing(f"{m.name} reads its configuration from a file ({flag_value(line, 'config-file')}): "
+                                    "its election timeout is not on its command line")
+        value = flag_value(line, "election-timeout")
+        try:
+            read[m.name] = ETCD_DEFAULT_ELECTION_MS if value is None else int(value)
+        except ValueError:
+            raise HarnessError(f"{m.name} runs with --election-timeout={value!r}, not a number of ms") from None
+    if not read:
+        raise HarnessError(f"no member's command line could be read for its election timeout: {why}")
+    if len(set(read.values())) > 1:
+        raise HarnessError(f"the members run with different election timeouts (ms): {read}; a bound in election "
+                           "timeouts needs one")
+    ms = next(iter(read.values()))
+    return ElectionTimeout(ms / 1000, f"--election-timeout {ms} ms, read from the command line of "
+                                      f"{', '.join(sorted(read))}")

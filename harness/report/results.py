@@ -49,7 +49,8 @@ class RunRecorder:
             elif report.skipped:
                 rec.update(result="skipped", message=_message(report))
         elif report.when == "call":
-            inconclusive = report.failed and "Inconclusive: " in (_message(report) or "")
+            # the plugin marks one it did not take for a plain failure (--inconclusive)
+            inconclusive = report.failed and any(k == "inconclusive" for k, _ in report.user_properties)
             rec.update(result="skipped" if report.skipped else "inconclusive" if inconclusive else report.outcome,
                        message=_message(report), crash=_crash(report) if report.failed else None)
         elif report.failed and rec["result"] == "passed":

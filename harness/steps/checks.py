@@ -11,7 +11,7 @@ from pytest_bdd import parsers, then
 from harness import judge
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged_keys, settled_hashes
-from harness.probes.etcd import keys_per_member
+from harness.probes.etcd import election_timeout, keys_per_member
 from harness.errors import CapabilityMissing, WaitTimeout
 from harness.etcd_gateway import EtcdRequestError
 from harness.providers.base import EtcdCluster, MemberProcesses
@@ -33,14 +33,24 @@ def _await(figure: Callable[[], T | None], limit: float, what: str) -> T | None:
     return first_within(figure, what, limit + 0.5)
 
 
-@then(parsers.parse("a new leader is elected in a surviving zone within {limit:g} s"))
-def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+@then(parsers.re(r"a new leader is elected in a surviving zone within (?P<count>\d+(\.\d+)?) "
+                 r"(?P<unit>s|election timeouts)"))
+def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: str, unit: str) -> None:
+    """In seconds, or in election timeouts: a property of etcd's configuration, read from the
+    members' own command lines."""
     h = probe.history
+    limit, what = float(count), "time to a new leader"
+    if unit == "election timeouts":
+        timeout = election_timeout(etcd)
+        limit *= timeout.seconds
+        what += f" ({count} election timeouts; {timeout.said})"
+        timeline.mark("figure", "election timeout", value=timeout.seconds, unit="s", said=timeout.said)
     report = _await(lambda: lead.new_leader(h.samples, outage.start, outage.leader_id_before, outage.term_before),
                     limit, "a new leader")
     found = (report.end - outage.start, h.member_ids.get(report.leader or 0, str(report.leader))) if report else None
     timeline.mark("figure", "time to a new leader", value=found[0] if found else None, unit="s")
-    judge.at_most(found[0] if found else None, limit, "time to a new leader", seen=found)
+    judge.at_most(found[0] if found else None, limit, what, seen=found,
+                  harness_stalled=av.stalled(h.samples, outage.start, report.end) if report else 0.0)
     judge.holds(etcd.member(found[1]).zone not in outage.zones, f"new leader {found[1]} is in a surviving zone",
                 seen=etcd.member(found[1]).zone)
 
@@ -67,14 +77,16 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float
     judge.gap_at_most(gap, limit, "longest write gap during the outage", av.stalled(h.samples, gap.start, gap.end))
 
 
-def write_p99(probe: AvailabilityProbe | Any, outage: Outage, timeline: Timeline, what: str) -> av.Latency:
+def write_p99(probe: AvailabilityProbe | Any, outage: Outage, timeline: Timeline, what: str, how: str) -> av.Latency:
     """The p99 write latency of `probe` (an etcd or a shoot API probe) during the outage, on the
-    timeline as a figure; judged only once every write begun in the window has ended."""
+    timeline as a figure; judged only once every write begun in the window has ended. `how` the
+    bound ("under", "at least") picks the end of the effect's bracket that cannot flatter it: a
+    write begun before the effect was seen may not have felt the fault."""
     end = outage.healed_at or timeline.now()
     wait = end + probe.timeout + 0.05 - timeline.now()
     if wait > 0:
         time.sleep(wait)
-    p99 = av.write_latency(probe.history.samples, outage.start, end, 0.99)
+    p99 = av.write_latency(probe.history.samples, outage.effect_seen if how == "under" else outage.start, end, 0.99)
     timeline.mark("figure", f"{what} p99 during the outage", value=None if p99.value == float("inf") else
                   round(p99.value * 1000, 1), unit="ms", writes=p99.writes, failed=p99.failed)
     judge.holds(p99.writes > 0, f"{what}: writes were probed during the outage", seen=p99.writes)
@@ -100,12 +112,12 @@ def p99_at_least(p99: av.Latency, limit: float, what: str) -> None:
 
 @then(parsers.parse("the 99th percentile of write latency during the outage is under {limit:g} ms"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
-    p99_under(write_p99(probe, outage, timeline, "write latency"), limit, "write latency")
+    p99_under(write_p99(probe, outage, timeline, "write latency", "under"), limit, "write latency")
 
 
 @then(parsers.parse("the 99th percentile of write latency during the outage is at least {limit:g} ms"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
-    p99_at_least(write_p99(probe, outage, timeline, "write latency"), limit, "write latency")
+    p99_at_least(write_p99(probe, outage, timeline, "write latency", "at least"), limit, "write latency")
 
 
 def await_end_reports(probe: AvailabilityProbe, timeline: Timeline, at: float) -> None:
@@ -193,7 +205,8 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float
     assert outage.healed_at is not None, "no zone came back in this scenario"
     after = _await(lambda: av.first_ack_after(probe.history.samples, outage.healed_at), limit, "an acknowledged write")
     timeline.mark("figure", "time from the return to the first acknowledged write", value=after, unit="s")
-    judge.at_most(after, limit, "time from the return to the first acknowledged write")
+    judge.at_most(after, limit, "time from the return to the first acknowledged write",
+                  harness_stalled=av.stalled(probe.history.samples, outage.healed_at, outage.healed_at + (after or 0.0)))
 
 
 def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, names: list[str], limit: float) -> None:
@@ -204,7 +217,8 @@ def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, name
     for name in names:
         took = _await(lambda: av.catch_up_time(h.samples, name, healed, target), limit, f"{name} to catch up")
         timeline.mark("figure", f"catch-up time of {name}", value=took, unit="s")
-        judge.at_most(took, limit, f"catch-up of {name} to revision {target} (the highest seen when it returned)")
+        judge.at_most(took, limit, f"catch-up of {name} to revision {target} (the highest seen when it returned)",
+                      harness_stalled=av.stalled(h.samples, healed, healed + (took or 0.0)))
 
 
 @then(parsers.parse("its member catches up within {limit:g} s"))
@@ -232,14 +246,16 @@ def equal_hashes(etcd: EtcdCluster, what: str) -> None:
 def elections(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> tuple[lead.Elections, float]:
     """Leader elections during the outage, as far as every vantage's reports tell (at least those
     seen won, at most those the majority's terms at the end leave room for), and the outage's
-    length in minutes."""
+    length in minutes: counted from the earliest the fault may have taken effect, the minutes
+    from when it was seen (neither end of the bracket flatters a rate)."""
     end = outage.healed_at or timeline.now()
     await_end_reports(probe, timeline, end)
     found = lead.elections(probe.history.samples, outage.start, end, outage.term_before,
                            probe.history.members, probe.history.member_ids, END_GRACE)
+    minutes = max(0.0, end - outage.effect_seen) / 60
     timeline.mark("figure", "leader elections during the outage", value=found.at_least, unit="",
-                  at_most=found.at_most, minutes=round((end - outage.start) / 60, 3))
-    return found, (end - outage.start) / 60
+                  at_most=found.at_most, minutes=round(minutes, 3))
+    return found, minutes
 
 
 def at_most_elections(found: lead.Elections, allowed: float, what: str) -> None:

@@ -110,7 +110,7 @@ def _(shoot: Shoot, etcd: EtcdCluster, faults: FaultRunner, probe: AvailabilityP
         _back(view, shoot, name, etcd.config.timeouts.recovery * 2)
     # The region is not whole on purpose: do not wait for it before the crash.
     crash = faults.inject("node-kill", node, wait_healthy=False)
-    outage = Outage([crash], crash.effective_at, leader, leader_id, term)
+    outage = Outage([crash], crash.effective_after, leader, leader_id, term, seen=crash.effective_at)
     back = wait_for(lambda: av.first_answer(probe.history.samples, gone, away),
                     lambda t: t is not None, f"the probe to see {gone} answer again", etcd.config.timeouts.recovery * 2)
     if back > outage.start:

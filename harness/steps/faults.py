@@ -25,8 +25,8 @@ def apply_faults(etcd: EtcdCluster, faults: FaultRunner, what: list[tuple[str, s
     """Inject (kind, target, options) back to back; the Outage remembers the leader before."""
     leader, leader_id, term = before_faults(etcd)
     applied = [faults.inject(kind, target, options) for kind, target, options in what]
-    # From when the first fault took effect (observed), not when it was asked for.
-    return Outage(applied, applied[0].effective_at, leader, leader_id, term)
+    # From when the first fault took effect (the bracket the runner observed), not when it was asked for.
+    return Outage(applied, applied[0].effective_after, leader, leader_id, term, seen=applied[0].effective_at)
 
 
 def before_faults(etcd: EtcdCluster) -> tuple[str | None, int, int]:

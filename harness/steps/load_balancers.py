@@ -128,7 +128,7 @@ def _(seed: Seed, timeline: Timeline, request: pytest.FixtureRequest, node: str)
 def _(faults: FaultRunner, node: str) -> dict[str, Any]:
     """The node-delete fault: the node object gone (made again at heal), as after its machine was."""
     applied = faults.inject("node-delete", node)
-    return {"node": node, "at": applied.effective_at, "what": "the deletion"}
+    return {"node": node, "at": applied.effective_after, "what": "the deletion"}
 
 
 def _window(samples: list[NodeSetSample], start: float, end: float) -> list[NodeSetSample]:

@@ -18,7 +18,9 @@ class Outage:
     """Faults applied by one When-step, and what the region looked like just before."""
 
     faults: list[ActiveFault]
-    start: float  # when the first fault took effect (observed), on the scenario's timeline
+    # The earliest the first fault may have taken effect, on the scenario's timeline: bounds counted
+    # from the effect and windows "during the outage" start here (it cannot flatter them).
+    start: float
     leader_before: str | None
     leader_id_before: int
     term_before: int = 0  # the highest raft term the members were in just before (their current term)
@@ -26,6 +28,13 @@ class Outage:
     returned: list[str] = field(default_factory=list)
     # Set by a step whose faults are not zones (a link fault): the zones it counts as cut off.
     zones_down: list[str] | None = None
+    seen: float | None = None  # when the first fault's effect was seen: the latest it took effect
+
+    @property
+    def effect_seen(self) -> float:
+        """From here on the fault was surely in effect (a percentile over writes "during the
+        outage" bounded from above starts here: a write before it may not have felt the fault)."""
+        return self.start if self.seen is None else self.seen
 
     @property
     def zones(self) -> list[str]:

@@ -174,7 +174,7 @@ def _(shoot_probe: ShootApiProbe, outage: Outage, timeline: Timeline, how: str, 
     """Through the load balancer, as a client sees it: a failed write is slower than any."""
     from harness.steps.checks import p99_at_least, p99_under, write_p99
 
-    p99 = write_p99(shoot_probe, outage, timeline, "shoot API write latency")
+    p99 = write_p99(shoot_probe, outage, timeline, "shoot API write latency", how)
     (p99_under if how == "under" else p99_at_least)(p99, float(limit), "shoot API write latency")
 
 

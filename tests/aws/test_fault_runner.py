@@ -48,6 +48,10 @@ def test_zone_outage_through_the_runner_is_in_the_ledger_and_healed_from_it_else
     try:
         moved = {s for s, acl in associations(ec2, world.vpc_id).items() if before[s] != acl}
         assert moved == {world.subnets["a1"], world.subnets["a2"]}  # a3 did not opt in
+        # Its look reads the API back: the bracket opens at its first change (the plan in the
+        # ledger first), not at a late read.
+        assert active.event.start < active.effective_after == active.event.data["changing_from"]
+        assert active.effective_after < active.event.data["injected_at"] <= active.effective_at
         (entry,) = account.faults()
         assert entry["data"]["run_id"] == active.data["run_id"] and entry["data"]["state"] == "applied"
         assert set(entry["data"]["acls"]) == moved

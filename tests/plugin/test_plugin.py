@@ -268,9 +268,34 @@ def _():
     assert "the environment cannot do what this needs: no seed here" in out
 
 
-def test_an_inconclusive_verdict_reruns_its_scenario_once_then_fails(pytester: pytest.Pytester) -> None:
+def test_a_scenario_conclusive_on_its_rerun_is_judged_by_the_rerun_alone(pytester: pytest.Pytester) -> None:
+    make_project(pytester, """
+Feature: resolution
+  Scenario: a bound missed while the harness stalled, once
+    Given nothing
+    Then a bound is missed by less than the harness stalled the first time
+""", "pq")
+    pytester.makeconftest(STEPS_CONFTEST + '''
+from pathlib import Path
+from harness import judge
+
+@then("a bound is missed by less than the harness stalled the first time")
+def _():
+    tried = Path("tried")
+    if not tried.exists():
+        tried.touch()
+        judge.resolved(0.2, 0.5, "write gap", "3.2 s against 3 s")
+''')
+    result = pytester.runpytest_subprocess("--junitxml", str(pytester.path / "junit.xml"))
+    assert result.parseoutcomes() == {"passed": 1, "rerun": 1} and result.ret == pytest.ExitCode.OK
+    junit = (pytester.path / "junit.xml").read_text()
+    assert junit.count("<testcase") == 2 and junit.count('<property name="inconclusive"') == 1
+
+
+def test_an_inconclusive_verdict_reruns_its_scenario_once_then_errs(pytester: pytest.Pytester) -> None:
     """Never a pass: rerun once (the default), and if the bound is missed within the harness's own
-    stalls again, the scenario fails saying so; --inconclusive=fail fails at once."""
+    stalls again, the scenario is an inconclusive error saying so; --inconclusive=error errs at
+    once, --inconclusive=fail fails as a violation does."""
     make_project(pytester, """
 Feature: resolution
   Scenario: a bound missed while the harness stalled
@@ -285,11 +310,17 @@ def _():
     judge.resolved(0.2, 0.5, "write gap", "3.2 s against 3 s")
 ''')
     result = pytester.runpytest_subprocess("--junitxml", str(pytester.path / "junit.xml"))
-    assert result.parseoutcomes() == {"failed": 1, "rerun": 1}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes() == {"errors": 1, "rerun": 1}
     junit = (pytester.path / "junit.xml").read_text()
     assert junit.count("<testcase") == 2 and '<skipped type="pytest.skip" message="inconclusive, run once more' in junit
     assert "<failure" in junit and "harness.judge.Inconclusive" in junit
+    assert junit.count('<property name="inconclusive"') == 2  # each try's testcase says why
     result.stdout.fnmatch_lines(["*inconclusive, running it once more*"])
     result.stdout.fnmatch_lines(["*Inconclusive: write gap: inconclusive, missed by 0.200s while the harness itself "
                                  "stalled 0.500s*"])
-    pytester.runpytest_subprocess("--inconclusive", "fail").assert_outcomes(failed=1)
+    once = pytester.runpytest_subprocess("--inconclusive", "error")
+    assert once.parseoutcomes() == {"errors": 1} and once.ret == pytest.ExitCode.TESTS_FAILED
+    plain = pytester.runpytest_subprocess("--inconclusive", "fail", "--junitxml", str(pytester.path / "plain.xml"))
+    plain.assert_outcomes(failed=1)
+    assert '<property name="inconclusive"' not in (pytester.path / "plain.xml").read_text()

@@ -214,6 +214,14 @@ def test_a_bound_missed_within_the_harnesss_own_stalls_is_inconclusive_never_a_p
     with pytest.raises(judge.ToleranceViolation, match="measured 3.300s"):  # more than the stalls explain
         judge.gap_at_most(gap, 2.9, "gap", av.stalled(stalls, gap.start, gap.end))
     assert not issubclass(judge.Inconclusive, judge.ToleranceViolation)
+    # A duration (time to a new leader, a catch-up) the same way; one that never came is plain.
+    with pytest.raises(judge.Inconclusive, match="missed by 0.200s"):
+        judge.at_most(3.2, 3.0, "time to a new leader", harness_stalled=0.35)
+    with pytest.raises(judge.ToleranceViolation, match="measured 3.400s"):
+        judge.at_most(3.4, 3.0, "time to a new leader", harness_stalled=0.35)
+    with pytest.raises(judge.ToleranceViolation, match="never happened"):
+        judge.at_most(None, 3.0, "time to a new leader", harness_stalled=10.0)
+    assert judge.at_most(2.9, 3.0, "time to a new leader", harness_stalled=10.0) == 2.9
     # A write slow only across a stall: its latency less the stall is the system's at most.
     writes = [w(i * 0.01, i * 0.01 + 0.002) for i in range(49)] + [w(0.99, 1.29)]
     p99 = av.write_latency(writes + stalls, 0.0, 1.0, 0.99)

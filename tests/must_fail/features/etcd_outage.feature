@@ -8,10 +8,12 @@ Feature: False statements about zone outages, judged on real runs
     Given a healthy region with 3 etcd members spread over 3 zones
 
   @short
-  Scenario: Writes resume within 3 s while two of three zones stay down
+  Scenario: Writes resume within 3 s while two of three zones stay down for 4 s
+    No quorum for 4 s: the gap misses the bound by a second at least, more than the harness's own
+    stalls on a busy machine (a 1 s outage missed it by 0.5 s, with as much stall).
     Fails with: write-unavailability window since the outage took effect: expected at most 3.000s
     Given write and read probes run every 10 ms from a client in zone "zone-c"
-    When zones "zone-a" and "zone-b" go down for 1 s
+    When zones "zone-a" and "zone-b" go down for 4 s
     Then writes resume within 3 s of the outage
 
   Scenario: The longest write gap is under 1 s while quorum is gone for 2 s
@@ -63,6 +65,14 @@ Feature: False statements about zone outages, judged on real runs
     And member "etcd-0" is killed
     And zone "zone-a" comes back
     Then writes resume within 3 s of the outage
+
+  Scenario: A new leader is elected within half an election timeout of losing the leader's zone
+    A follower waits a whole election timeout without a heartbeat before it campaigns.
+    Fails with: time to a new leader (0.5 election timeouts; --election-timeout 1000 ms, read from the command line
+    Given the zone of the etcd leader is the target zone
+    And write and read probes run every 10 ms from a client in another zone
+    When the target zone goes down for 3 s
+    Then a new leader is elected in a surviving zone within 0.5 election timeouts
 
   Scenario: A new leader is elected when only a follower's zone went down
     Fails with: time to a new leader: expected at most 2.000s, but it never happened
