@@ -380,7 +380,14 @@ def _nightly(config: Config, args: argparse.Namespace) -> int:
         print(f"harness nightly: {line}")
     if result.problem:
         print(f"harness nightly: {result.problem}", file=sys.stderr)
-    return result.status
+    from harness.validate.contradictions import check_paths
+
+    judged, contrary = check_paths(sorted((run_dir / "runs").glob("*.json")))
+    print(f"harness nightly: contrary leadership claims judged on {judged} run(s) with a fault window: "
+          f"{len(contrary)} both held")
+    for line in contrary:  # a validator passing a claim and its contrary: the harness is wrong
+        print(f"harness nightly: harness defect: {line}", file=sys.stderr)
+    return result.status or (1 if contrary else 0)
 
 
 def _explore(config: Config, args: argparse.Namespace) -> int:

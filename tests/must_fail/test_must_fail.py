@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from pytest_bdd.parser import FeatureParser
 
+from harness.validate.contradictions import check_paths
 from tests.unit.test_step_texts import DEFINITIONS
 
 HERE = Path(__file__).resolve().parent
@@ -87,14 +88,20 @@ def _run_inner(out: Path, every: bool = EVERY) -> subprocess.CompletedProcess[st
 
 
 @pytest.fixture(scope="session")
-def inner(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
-    """Runs every must-fail scenario once; scenario name -> its steps as pytest-bdd's cucumber JSON has them."""
+def inner_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Runs every must-fail scenario once; where its reports went (cucumber.json, reports/runs)."""
     out = tmp_path_factory.mktemp("must-fail")
     done = _run_inner(out)
     report = out / "cucumber.json"
     assert report.exists(), f"the must-fail run wrote no report: {done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return out
+
+
+@pytest.fixture(scope="session")
+def inner(inner_run: Path) -> dict[str, list[dict[str, Any]]]:
+    """Scenario name -> its steps as pytest-bdd's cucumber JSON has them."""
     scenarios = {}
-    for feature in json.loads(report.read_text()):
+    for feature in json.loads((inner_run / "cucumber.json").read_text()):
         for element in feature.get("elements", []):
             scenarios[f"{Path(feature['uri']).name}: {element['name']}"] = element["steps"]
     return scenarios
@@ -115,6 +122,15 @@ def test_a_false_statement_fails_and_says_why(inner: dict[str, list[dict[str, An
     message = last["result"].get("error_message", "")
     assert "ToleranceViolation" in message, f"failed, but not as a verdict: {message[-1500:]}"
     assert statement.fails_with in message, f"failed, but not saying {statement.fails_with!r}: {message[-1500:]}"
+
+
+@pytest.mark.region
+def test_no_contrary_claims_both_hold_on_any_must_fail_run(inner_run: Path) -> None:
+    """The leader kept and a new leader elected, no election and one at least, ...: judged on each
+    run's timeline, both holding would be a defect of a validator, whatever the scenario states."""
+    judged, contrary = check_paths(sorted((inner_run / "reports" / "runs").glob("*.json")))
+    assert judged > 0, "no must-fail run had a fault window to judge"
+    assert not contrary, "\n".join(contrary)
 
 
 def test_every_scenario_says_how_it_must_fail() -> None:
