@@ -43,7 +43,10 @@ class Bounds:
     """The job's promises (the Gherkin features state their own in their text)."""
 
     not_ready: float = 20.0  # zone cut -> its nodes NotReady and tainted unreachable
-    stateless_moved: float = 40.0  # zone cut -> the outage's pod table reached (replicas moved, members Pending)
+    # zone cut -> the outage's pod table reached (replicas moved, members Pending): evicted some
+    # 14 s after the cut, a real kube-apiserver then takes 9-17 s from its start to ready on an idle
+    # 2-core machine; the table was reached after 32.9-43.7 s in one run of `make run` here.
+    stateless_moved: float = 60.0
     etcd_write_gap: float = 5.0  # etcd-main, probed from a surviving zone
     shoot_write_gap: float = 10.0  # the shoot API through its load balancer
     recovered: float = 60.0  # zone back -> every pod Running and ready again
