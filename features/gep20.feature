@@ -14,8 +14,9 @@ Feature: GEP-20's zone outage experiment, automated
 
   Scenario: A zone outage in the GEP-20 form: every stateless replica moves, the etcd members wait
     A replica moves when it serves outside the zone: evicted some 14 s after the cut (the seed's
-    timings), a real kube-apiserver then takes 11 to 17 s from its start to ready on an idle
-    2-core machine (3 runs; 17 to 26 s into the step's wait), longer on one running the whole suite.
+    timings), a real kube-apiserver then takes 9 to 17 s from its start to ready on an idle
+    2-core machine (3 runs; 17 to 26 s into the step's wait), longer on one running the whole
+    suite; `make run` saw them all ready 14 to 47 s after the cut.
 
     Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
     And etcd-main of the shoot control plane is the etcd under test
@@ -40,7 +41,7 @@ Feature: GEP-20's zone outage experiment, automated
     And etcd-main keeps quorum with 2 members
     And etcd-events keeps quorum with 2 members
     And the shoot API is writable again within 5 s of the outage
-    And within 45 s all 3 kube-apiserver replicas are Running outside zone "zone-a"
+    And within 60 s all 3 kube-apiserver replicas are Running outside zone "zone-a"
     And within 30 s all 3 gardener-resource-manager replicas are Running outside zone "zone-a"
     And within 60 s the pods of the shoot control plane are
       | component   | zone   | phase   |

@@ -45,7 +45,7 @@ class Bounds:
     not_ready: float = 20.0  # zone cut -> its nodes NotReady and tainted unreachable
     # zone cut -> the outage's pod table reached (replicas moved, members Pending): evicted some
     # 14 s after the cut, a real kube-apiserver then takes 9-17 s from its start to ready on an idle
-    # 2-core machine; the table was reached after 32.9-43.7 s in one run of `make run` here.
+    # 2-core machine; the table was reached 29.1-46.7 s after the cut in two runs of `make run` here.
     stateless_moved: float = 60.0
     etcd_write_gap: float = 5.0  # etcd-main, probed from a surviving zone
     shoot_write_gap: float = 10.0  # the shoot API through its load balancer
