@@ -31,7 +31,10 @@ class Timeouts:
     status_request: float = 0.5
     command: float = 10.0
     deploy: float = 90.0  # reference control plane applied until every pod is placed or reported unschedulable
-    drain: float = 60.0  # node-drain: how long evictions blocked by a PodDisruptionBudget are retried (a rescheduled member must get ready first)
+    # node-drain: how long evictions a PodDisruptionBudget refuses are retried. Past Kubernetes's own
+    # DeletionTimeout (2 min): a StatefulSet pod evicted and made again under its name before the
+    # disruption controller saw it terminating stays in the budget's disruptedPods, unhealthy, that long.
+    drain: float = 150.0
     kube_request: float = 10.0
     # Every fault heals itself after this long, even when the harness is gone (its watchdog).
     fault_max_duration: float = 900.0
