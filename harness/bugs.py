@@ -52,10 +52,12 @@ class Symptom:
 
 
 HASHKV = "all members end with equal HashKV"
-# Members apart: one revision never reached (one member skipped or repeated entries), or HashKV
-# differing at it.
-SPLIT = (Symptom("members' revisions apart", HASHKV, "reach one revision once writes stopped"),
-         Symptom("a HashKV split", HASHKV, "whose HashKV differs"))
+# Members apart: their keys differing at the highest revision they all hold (HashKV, or their own
+# histories on a release whose gateway has no HashKV), or one revision never reached (one member
+# skipped or repeated entries).
+SPLIT = (Symptom("a HashKV split", HASHKV, "whose HashKV differs"),
+         Symptom("a history split", HASHKV, "whose history differs"),
+         Symptom("members' revisions apart", HASHKV, "reach one revision once writes stopped"))
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,10 @@ class EtcdRequestError(HarnessError):
     """A request to one member failed (unreachable, timed out or rejected)."""
 
 
+class EtcdUnsupported(EtcdRequestError):
+    """The member's gateway has no such endpoint (an older etcd release: v3.5.5's has no HashKV)."""
+
+
 @dataclass(frozen=True)
 class Status:
     member_id: int
@@ -107,7 +111,10 @@ class EtcdClient:
             else:
                 self._conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
             resp = self._conn.getresponse()
-            payload = json.loads(resp.read() or b"{}")
+            raw = resp.read()
+            if resp.status == 404 and not raw.lstrip().startswith(b"{"):
+                raise EtcdUnsupported(f"{self.url}{path}: HTTP 404: this etcd's gateway has no such endpoint")
+            payload = json.loads(raw or b"{}")
         except (OSError, http.client.HTTPException, ValueError) as e:
             self.close()
             raise EtcdRequestError(f"{self.url}{path}: {type(e).__name__}: {e}") from None
@@ -242,6 +249,33 @@ class EtcdClient:
         finally:
             self.close()
         raise EtcdRequestError(f"{self.url}/v3/watch: the stream ended")
+
+    def history(self, start_revision: int, through_revision: int,
+                timeout: float = 60.0) -> tuple[list[tuple[int, str, str | None]], int]:
+        """This member's own record of every write from `start_revision` through `through_revision`
+        (a watch is served from the member's store, not through the leader): (revision, key, value,
+        None for a delete) in order, and the oldest revision it still holds when compaction took
+        the start (else 0). Revisions come from writes only, so the last one always arrives."""
+        start, compacted, out = start_revision, 0, []
+        while True:
+            client = EtcdClient(self.url, self.netns, timeout, self.tls)
+            try:
+                for result in client.watch_stream(start, timeout=timeout):
+                    if int(result.get("compact_revision") or 0) > 0:
+                        start = compacted = int(result["compact_revision"])
+                        break
+                    for e in result.get("events") or ():
+                        kv = e["kv"]
+                        value = None if e.get("type") == "DELETE" else base64.b64decode(kv.get("value", "")).decode()
+                        out.append((int(kv["mod_revision"]), base64.b64decode(kv["key"]).decode(), value))
+                    if out and out[-1][0] >= through_revision:
+                        return [w for w in out if w[0] <= through_revision], compacted
+                else:
+                    raise EtcdRequestError(f"{self.url}/v3/watch: the stream ended before revision {through_revision}")
+            finally:
+                client.close()
+            if start > through_revision:
+                return [], compacted
 
     def apply_revision(self, events: list[dict[str, Any]]) -> int:
         """The events of one revision (watch events: type, key, value in base64) as one transaction,

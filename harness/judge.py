@@ -18,36 +18,45 @@ class Inconclusive(AssertionError):
     neither a pass nor a violation. A run reruns the scenario once or fails (--inconclusive)."""
 
 
-def resolved(missed_by: float, harness_stalled: float, what: str, detail: str) -> None:
-    """A bound was missed by `missed_by` seconds; when the harness itself stalled at least that long
-    across what it measured, the miss may be the harness's: Inconclusive, never a pass."""
+def resolved(missed_by: float, harness_stalled: float, what: str, detail: str, sampled: float = 0.0) -> None:
+    """A bound was missed by `missed_by` seconds; when the harness itself stalled across what it
+    measured, or its probe's samples place the moment no closer than `sampled` seconds, and that
+    is at least the miss, the miss may be the harness's: Inconclusive, never a pass."""
     __tracebackhide__ = True
-    if missed_by > 0 and harness_stalled >= missed_by:
-        raise Inconclusive(f"{what}: inconclusive, missed by {missed_by:.3f}s while the harness itself stalled "
-                           f"{harness_stalled:.3f}s across it (its canary woke that late): {detail}")
+    if missed_by > 0 and harness_stalled + sampled >= missed_by:
+        why = []
+        if harness_stalled > 0:
+            why.append(f"the harness itself stalled {harness_stalled:.3f}s across it (its canary woke that late)")
+        if sampled > 0:
+            why.append(f"its probe could not place the moment closer than {sampled:.3f}s (the request before "
+                       "the one that saw it began that much earlier)")
+        raise Inconclusive(f"{what}: inconclusive, missed by {missed_by:.3f}s while {' and '.join(why)}: {detail}")
 
 
-def at_most(value: float | None, limit: float, what: str, seen: Any = None, harness_stalled: float = 0.0) -> float:
+def at_most(value: float | None, limit: float, what: str, seen: Any = None, harness_stalled: float = 0.0,
+            sampled: float = 0.0) -> float:
     """A duration of at most `limit` seconds. `harness_stalled`: seconds of it in which the harness
-    itself could not run (its probe's canary); a miss no longer than that is Inconclusive. One that
-    never happened is a violation: by how much it was missed is not known."""
+    itself could not run (its probe's canary); `sampled`: how much earlier its end may have been
+    than the probe could see; a miss no longer than both together is Inconclusive. One that never
+    happened is a violation: by how much it was missed is not known."""
     __tracebackhide__ = True
     if value is None:
         raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, but it never happened; seen: {seen!r}")
     if value > limit:
-        resolved(value - limit, harness_stalled, what, f"expected at most {limit:.3f}s, measured {value:.3f}s")
+        resolved(value - limit, harness_stalled, what, f"expected at most {limit:.3f}s, measured {value:.3f}s", sampled)
         raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, measured {value:.3f}s; seen: {seen!r}")
     return value
 
 
-def gap_at_most(gap: Any, limit: float, what: str, harness_stalled: float = 0.0) -> float:
+def gap_at_most(gap: Any, limit: float, what: str, harness_stalled: float = 0.0, sampled: float = 0.0) -> float:
     """A stretch without acknowledged writes (validate.availability.Gap) of at most `limit` seconds;
     one still open when its window ended says so. `harness_stalled`: seconds of it in which the
-    harness itself could not run; a miss no longer than that is Inconclusive."""
+    harness itself could not run; `sampled`: how much earlier writes may have resumed than the
+    probe's one writer could see; a miss no longer than both together is Inconclusive."""
     __tracebackhide__ = True
     if gap.length > limit:
         tail = "; writes had not resumed when the window ended" if gap.open else ""
-        resolved(gap.length - limit, harness_stalled, what, f"expected at most {limit:.3f}s, {gap.describe()}")
+        resolved(gap.length - limit, harness_stalled, what, f"expected at most {limit:.3f}s, {gap.describe()}", sampled)
         raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, measured {gap.length:.3f}s: "
                                  f"{gap.describe()}{tail}")
     return float(gap.length)

@@ -467,19 +467,19 @@ def env(session_env: Environment, harness_provider: Provider, pytestconfig: pyte
 
 def diverged(env: EtcdCluster, timeout: float = 10.0) -> str | None:
     """Why the region is not fit for the next scenario, or None: every member answers, they reach
-    one revision within `timeout` s, and their HashKV at it agree. The evidence: each member's
-    revision (or how it failed to answer), or each one's HashKV."""
-    from harness.probes.converge import settled_hashes
-    from harness.validate.history import diverging_hashes
+    one revision within `timeout` s, and they hold the same keys at it. The evidence: each member's
+    revision (or how it failed to answer), or where they differ."""
+    from harness.probes.converge import settled_revisions, split_at
 
     try:
-        revisions, hashes = settled_hashes(env, timeout)
+        revisions, together = settled_revisions(env, timeout)
+        if not together:
+            return f"the members never reached one revision within {timeout:g} s: {revisions}"[:1200]
+        revision = int(next(iter(revisions.values())))
+        how, split = split_at(env, revision)
     except HarnessError as e:
         return str(e)[:600]
-    if hashes is None:
-        return f"the members never reached one revision within {timeout:g} s: {revisions}"[:1200]
-    split = diverging_hashes(hashes)
-    return f"HashKV differs at revision {next(iter(revisions.values()))}: {split}" if split else None
+    return f"{how} differs at revision {revision}: {split}"[:1200] if split else None
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Any
 
 from harness.etcd_gateway import Status
 from harness.probes.etcd import keys_per_member
@@ -26,13 +27,12 @@ def converged_keys(env: EtcdCluster, prefix: str, timeout: float) -> dict[str, l
     return keys_per_member(env, prefix)
 
 
-def settled_hashes(env: EtcdCluster, timeout: float) -> tuple[dict[str, int | str], dict[str, int] | None]:
+def settled_revisions(env: EtcdCluster, timeout: float) -> tuple[dict[str, int | str], bool]:
     """Each member's revision (or why it did not answer) once they reach one revision within
-    `timeout`, and their HashKV at it; None for the hashes when they never reach one revision (a
-    member that skipped or repeated an entry stays apart for good). A member that did not answer
-    at the end is told with every way it failed during the wait, not only the last one."""
+    `timeout`, and whether they did (a member that skipped or repeated an entry stays apart for
+    good). A member that did not answer at the end is told with every way it failed during the
+    wait, not only the last one."""
     from harness.errors import WaitTimeout
-    from harness.probes.etcd import hashkv
 
     answers: dict[str, Counter[str]] = {}  # member -> "answered" or the kind of failure -> how often
 
@@ -53,8 +53,23 @@ def settled_hashes(env: EtcdCluster, timeout: float) -> tuple[dict[str, int | st
             else:
                 tally = ", ".join(f"{kind} x{count}" for kind, count in answers.get(n, Counter()).most_common())
                 seen[n] = f"{s} (during the {timeout:g} s wait: {tally or 'not asked before'})"
-        return seen, None
-    return {n: s if isinstance(s, str) else s.revision for n, s in statuses.items()}, hashkv(env)
+        return seen, _one_revision(statuses)
+    return {n: s if isinstance(s, str) else s.revision for n, s in statuses.items()}, True
+
+
+def split_at(env: EtcdCluster, revision: int) -> tuple[str, dict[str, Any]]:
+    """Whether the members hold the same keys at `revision`: by their HashKV there, or, on a release
+    whose gateway has no HashKV (v3.5.5's), by their own histories through it, which say where they
+    first differ. ("HashKV" or "history", and what differs: empty when they agree.)"""
+    from harness.etcd_gateway import EtcdUnsupported
+    from harness.probes.etcd import hashkv, histories
+    from harness.validate.history import diverging_hashes, first_divergence
+
+    try:
+        return "HashKV", diverging_hashes(hashkv(env, revision))
+    except EtcdUnsupported:
+        found, oldest = histories(env, revision)
+        return "history", first_divergence(found, oldest)
 
 
 def _failure_kind(error: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import CapabilityMissing, HarnessError
-from harness.etcd_gateway import EtcdRequestError
+from harness.etcd_gateway import EtcdRequestError, EtcdUnsupported
 from harness.providers.base import EtcdCluster
 
 ETCD_DEFAULT_ELECTION_MS = 1000  # etcd's --election-timeout when not given
@@ -53,11 +53,30 @@ def hashkv(etcd: EtcdCluster, revision: int | None = None) -> dict[str, int]:
         client = etcd.client(m.name, timeout=etcd.config.timeouts.command)
         try:
             hashes[m.name] = client.hashkv(revision)
+        except EtcdUnsupported:
+            raise
         except EtcdRequestError as e:
             raise HarnessError(f"HashKV of {m.name} at revision {revision}: {e}") from None
         finally:
             client.close()
     return hashes
+
+
+def histories(etcd: EtcdCluster, through: int) -> tuple[dict[str, list[tuple[int, str, str | None]]], int]:
+    """Every member's own record of the writes up to revision `through` (EtcdClient.history, from
+    revision 1), and the oldest revision all of them still hold (what compaction left)."""
+    out: dict[str, list[tuple[int, str, str | None]]] = {}
+    oldest = 0
+    for m in etcd.members:
+        client = etcd.client(m.name, timeout=etcd.config.timeouts.command)
+        try:
+            out[m.name], compacted = client.history(1, through)
+        except EtcdRequestError as e:
+            raise HarnessError(f"the history of {m.name} through revision {through}: {e}") from None
+        finally:
+            client.close()
+        oldest = max(oldest, compacted)
+    return out, oldest
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,16 @@ from pytest_bdd import parsers, then
 
 from harness import judge
 from harness.probes.availability import AvailabilityProbe
-from harness.probes.converge import converged_keys, settled_hashes
+from harness.probes.converge import converged_keys, settled_revisions, split_at
 from harness.probes.etcd import election_timeout, keys_per_member
-from harness.errors import CapabilityMissing, WaitTimeout
+from harness.errors import CapabilityMissing, HarnessError, WaitTimeout
 from harness.etcd_gateway import EtcdRequestError
 from harness.providers.base import EtcdCluster, MemberProcesses
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate import leadership as lead
-from harness.validate.history import diverging_hashes, lost_writes, seqs_from_keys
+from harness.validate.history import lost_writes, seqs_from_keys
 from harness.wait import first_within
 
 T = TypeVar("T")
@@ -66,7 +66,7 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float
     gap = av.longest_write_gap(h.samples, outage.start, end)
     timeline.mark("figure", "write-unavailability window", value=gap.length, unit="s", open=gap.open)
     judge.gap_at_most(gap, limit, "write-unavailability window since the outage took effect",
-                      av.stalled(h.samples, gap.start, gap.end))
+                      av.stalled(h.samples, gap.start, gap.end), av.gap_unresolved(h.samples, gap))
 
 
 @then(parsers.parse("the longest write gap during the outage is under {limit:g} s"))
@@ -74,7 +74,8 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float
     h = probe.history
     gap = av.longest_write_gap(h.samples, outage.start, outage.healed_at or timeline.now())
     timeline.mark("figure", "longest write gap during the outage", value=gap.length, unit="s", open=gap.open)
-    judge.gap_at_most(gap, limit, "longest write gap during the outage", av.stalled(h.samples, gap.start, gap.end))
+    judge.gap_at_most(gap, limit, "longest write gap during the outage", av.stalled(h.samples, gap.start, gap.end),
+                      av.gap_unresolved(h.samples, gap))
 
 
 def write_p99(probe: AvailabilityProbe | Any, outage: Outage, timeline: Timeline, what: str, how: str) -> av.Latency:
@@ -205,8 +206,10 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float
     assert outage.healed_at is not None, "no zone came back in this scenario"
     after = _await(lambda: av.first_ack_after(probe.history.samples, outage.healed_at), limit, "an acknowledged write")
     timeline.mark("figure", "time from the return to the first acknowledged write", value=after, unit="s")
+    samples = probe.history.samples
     judge.at_most(after, limit, "time from the return to the first acknowledged write",
-                  harness_stalled=av.stalled(probe.history.samples, outage.healed_at, outage.healed_at + (after or 0.0)))
+                  harness_stalled=av.stalled(samples, outage.healed_at, outage.healed_at + (after or 0.0)),
+                  sampled=av.write_resumed_unseen(samples, outage.healed_at + after, outage.healed_at) if after else 0.0)
 
 
 def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, names: list[str], limit: float) -> None:
@@ -218,7 +221,8 @@ def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, name
         took = _await(lambda: av.catch_up_time(h.samples, name, healed, target), limit, f"{name} to catch up")
         timeline.mark("figure", f"catch-up time of {name}", value=took, unit="s")
         judge.at_most(took, limit, f"catch-up of {name} to revision {target} (the highest seen when it returned)",
-                      harness_stalled=av.stalled(h.samples, healed, healed + (took or 0.0)))
+                      harness_stalled=av.stalled(h.samples, healed, healed + (took or 0.0)),
+                      sampled=av.status_seen_late(h.samples, name, healed + took, healed) if took else 0.0)
 
 
 @then(parsers.parse("its member catches up within {limit:g} s"))
@@ -236,11 +240,25 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Tim
 
 
 def equal_hashes(etcd: EtcdCluster, what: str) -> None:
-    """Once writes stopped, the members reach one revision and agree on HashKV at it."""
+    """Once writes stopped, the members reach one revision and hold the same keys at it (HashKV,
+    or their histories where the gateway has no HashKV). Members that stay apart are compared at
+    the highest revision they all hold: one that applied an entry twice or skipped one holds other
+    keys there, and that split is the verdict."""
     __tracebackhide__ = True
-    revisions, hashes = settled_hashes(etcd, etcd.config.timeouts.recovery)
-    judge.holds(hashes is not None, f"{what} reach one revision once writes stopped", seen=revisions)
-    judge.none_of(diverging_hashes(hashes or {}), f"{what} whose HashKV differs")
+    revisions, together = settled_revisions(etcd, etcd.config.timeouts.recovery)
+    judge.holds(all(isinstance(r, int) for r in revisions.values()),
+                f"{what} reach one revision once writes stopped", seen=revisions)
+    lowest = min(int(r) for r in revisions.values())
+    apart = "" if together else f", the highest they all hold (they never reached one revision: {revisions})"
+    try:
+        how, split = split_at(etcd, lowest)
+    except HarnessError as e:  # compacted there, or a member gone meanwhile
+        judge.holds(together, f"{what} reach one revision once writes stopped (not compared at revision "
+                              f"{lowest}: {e})", seen=revisions)
+        raise
+    judge.holds(not split, f"{what} whose {how} differs at revision {lowest}{apart}", seen=split)
+    judge.holds(together, f"{what} reach one revision once writes stopped (at revision {lowest}, the highest "
+                          f"they all hold, their {how} agree)", seen=revisions)
 
 
 def elections(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> tuple[lead.Elections, float]:

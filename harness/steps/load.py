@@ -314,7 +314,7 @@ def _(loads: Any, etcd: EtcdCluster, timeline: Timeline) -> None:
     from harness.load.history import operations, tag, watchers
     from harness.probes.converge import converged
     from harness.validate.oplog import acknowledged_writes, deletes, uncertain_deletes
-    from harness.validate.watch import lost_writes
+    from harness.validate.watch import lost_writes, missing_from_history
 
     stop_loads(loads, timeline)
     converged(etcd, etcd.config.timeouts.recovery)
@@ -323,19 +323,33 @@ def _(loads: Any, etcd: EtcdCluster, timeline: Timeline) -> None:
     judge.holds(any(op.acknowledged and op.is_write for op in ops), "the load had acknowledged writes to check",
                 seen=len(ops))
     prefixes = sorted({run.spec.key_prefix for run in loads.runs})
+    acked = acknowledged_writes(ops)
+    first = min((rev for versions in acked.values() for rev, _ in versions), default=1)
     found: dict[str, list[Any]] = {}
-    # Every member's own final state (serializable reads of each): one that lost a write is caught
-    # even if the others kept it.
+    unreplayed = 0
+    # Every member's own final state (serializable reads of each) and its own history since the
+    # load's first write: one that lost a write is caught even if the others kept it, and a write
+    # overwritten since is caught too.
     for member in etcd.members:
         client = etcd.client(member.name, timeout=5.0)
         try:
             final = {k: (rev, tag(v) or "") for p in prefixes for k, (rev, v) in client.items(p).items()}
+            writes, oldest = client.history(first, client.status().revision)
         except EtcdRequestError as e:
-            judge.holds(False, f"{member.name} answered the read-back of the load's keys", seen=str(e))
+            judge.holds(False, f"{member.name} answered the read-back of the load's keys and history", seen=str(e))
         finally:
             client.close()
-        found[member.name] = lost_writes(acknowledged_writes(ops), final, watchers=[w for d in runs for w in watchers(d)],
-                                         uncertain_deletes=uncertain_deletes(ops), deletes=deletes(ops))
+        held: dict[str, list[tuple[int, str | None]]] = {}
+        for rev, key, value in writes:
+            if any(key.startswith(p) for p in prefixes):
+                held.setdefault(key, []).append((rev, tag(value)))
+        unreplayed = max(unreplayed, sum(rev < oldest for versions in acked.values() for rev, _ in versions))
+        found[member.name] = (lost_writes(acked, final, watchers=[w for d in runs for w in watchers(d)],
+                                          uncertain_deletes=uncertain_deletes(ops), deletes=deletes(ops))
+                              + missing_from_history(acked, held, oldest))
     timeline.mark("figure", "lost writes of the load", value=max(len(v) for v in found.values()), unit="writes")
+    if unreplayed:  # compacted away: those are judged by the final state alone, and said so
+        timeline.mark("figure", "acknowledged writes of the load no history holds (compacted)", value=unreplayed,
+                      unit="writes")
     judge.none_of({m: [str(x) for x in v[:10]] for m, v in found.items() if v},
                   "members missing acknowledged writes of the load")

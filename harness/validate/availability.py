@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from harness.probes.samples import Sample
 
@@ -31,6 +31,42 @@ def stalled(samples: Iterable[Sample], start: float, end: float) -> float:
     """Seconds of [start, end] in which the harness itself stalled (its canary's "stall" samples):
     a latency or a gap measured across them may be the harness's, not the system's."""
     return sum(max(0.0, min(end, s.end) - max(start, s.start)) for s in samples if s.kind == "stall")
+
+
+def write_resumed_unseen(samples: Iterable[Sample], acked_at: float, since: float) -> float:
+    """How much earlier than the write acknowledged at `acked_at` writes may have resumed, unseen:
+    the probe's one writer tries again only once its request before failed (a timeout holds it),
+    so from that request's begin (not before `since`) to this one's the moment is not resolved.
+    0 when the request before was acknowledged: nothing was missed, the write itself was slow."""
+    writes = sorted((s for s in samples if s.kind == "write"), key=lambda s: s.start)
+    for before, s in zip(writes, writes[1:]):
+        if s.ok and abs(s.end - acked_at) < 1e-6:  # a time given back as `t + (end - t)`
+            return 0.0 if before.ok else max(0.0, s.start - max(before.start, since))
+    return 0.0
+
+
+def gap_unresolved(samples: Sequence[Sample], gap: Gap) -> float:
+    """How much shorter the gap may have been than the probe could see. Closed: what
+    `write_resumed_unseen` says of the write that ended it. Open: a write acknowledged after the
+    window's end whose failed request before began inside the window may have been acknowledged
+    (its own latency after that begin) before the end."""
+    if not gap.open:
+        return write_resumed_unseen(samples, gap.end, gap.start)
+    first = min((s for s in samples if s.kind == "write" and s.ok and s.end > gap.end), key=lambda s: s.end, default=None)
+    if first is None:
+        return 0.0
+    could_ack = first.start - write_resumed_unseen(samples, first.end, gap.start) + (first.end - first.start)
+    return max(0.0, gap.end - could_ack)
+
+
+def status_seen_late(samples: Iterable[Sample], member: str, seen_at: float, since: float) -> float:
+    """How much earlier than the status answer that ended at `seen_at` what it showed may have
+    held: from the begin of the member's status request before it (not before `since`)."""
+    mine = sorted((s for s in samples if s.kind == "status" and s.member == member), key=lambda s: s.start)
+    for before, s in zip(mine, mine[1:]):
+        if abs(s.end - seen_at) < 1e-6:
+            return max(0.0, seen_at - max(before.start, since))
+    return 0.0
 
 
 def acks(samples: Iterable[Sample]) -> list[float]:

@@ -1,5 +1,5 @@
-"""Contrary claims about the leadership judged on one recorded run: both holding is a defect of
-the harness, not of the system. The steps state one claim each, through different validators
+"""Contrary claims about the leadership and the writes judged on one recorded run: both holding is
+a defect of the harness, not of the system. The steps state one claim each, through different validators
 (the leader kept, the elections counted, the first new leader, the leader deposed); here every
 pair that cannot both be true is judged on the same timeline, so a validator that passes what its
 contrary's also passes shows up on a real run, not only on generated histories
@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.probes.availability import ProbeHistory
 from harness.probes.samples import Sample
+from harness.validate import availability as av
 from harness.validate import leadership as lead
 
 GRACE = 1.0  # as the steps' END_GRACE: a report this long after the window still tells its end
@@ -50,7 +51,12 @@ def claims(samples: list[Sample], history: ProbeHistory, w: Window) -> dict[str,
     found = lead.elections(samples, w.start, w.end, w.term_before, history.members, names, GRACE)
     new = lead.new_leader(samples, w.start, w.leader_id, w.term_before)
     gone = lead.deposed(samples, w.start, w.end, leader, w.leader_id, w.term_before)
+    half = (w.end - w.start) / 2
+    gap = av.longest_write_gap(samples, w.start, w.end)
+    acked, failed = av.writes_failed_between(samples, w.start, w.end)
     return {
+        "writes resume within half the window": (gap.length <= half, gap.describe()),
+        "no write is acknowledged in the window": (acked == 0 and failed > 0, f"{acked} acknowledged, {failed} failed"),
         "the etcd leader does not change": (not kept.contrary and kept.proven,
                                             kept.contrary[0][1] if kept.contrary else kept.why_unproven()),
         "a new leader is elected": (new is not None and new.end <= w.end,  # proven by a report within it
@@ -70,6 +76,7 @@ CONTRARY = (
     ("the etcd leader does not change", "the etcd leader is deposed"),
     ("the leadership moves at most 0 times", "at least 1 leader election happens"),
     ("the leadership moves at most 0 times", "a new leader is elected"),
+    ("writes resume within half the window", "no write is acknowledged in the window"),
 )
 
 

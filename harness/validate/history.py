@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 
 def lost_writes(acked: Iterable[int], present: Iterable[int], gone: Iterable[int] = ()) -> list[int]:
@@ -19,3 +19,21 @@ def seqs_from_keys(keys: Iterable[str], prefix: str) -> set[int]:
 def diverging_hashes(hashes: Mapping[str, int]) -> dict[str, int]:
     """Empty when every member has the same HashKV; else every member's hash."""
     return {} if len(set(hashes.values())) <= 1 else dict(hashes)
+
+
+def first_divergence(histories: Mapping[str, Sequence[tuple[int, str, str | None]]],
+                     oldest: int = 0) -> dict[str, Any]:
+    """Where the members' own histories ((revision, key, value or None for a delete) each) first
+    differ from revision `oldest` on: that revision and what each member holds at it (empty when
+    they agree). As strong as HashKV at the last revision they all hold, and it says where."""
+    by_member: dict[str, dict[int, list[tuple[str, str | None]]]] = {m: {} for m in histories}
+    for member, writes in histories.items():
+        for rev, key, value in writes:
+            if rev >= oldest:
+                by_member[member].setdefault(rev, []).append((key, value))
+    for rev in sorted({r for held in by_member.values() for r in held}):
+        seen = {m: sorted(held.get(rev, []), key=str) for m, held in by_member.items()}
+        if len({repr(v) for v in seen.values()}) > 1:
+            return {"revision": rev, **{m: [(k, v if v is None else v[:40]) for k, v in held[:5]]
+                                        for m, held in seen.items()}}
+    return {}

@@ -628,3 +628,20 @@ def lost_writes(
             found.append(LostWrite(d.key, rev, value, f"a delete at revision {d.revision} found the key already gone, "
                                                       "with no delete of it known in between"))
     return found
+
+
+def missing_from_history(acknowledged: KeyHistory, member_history: KeyHistory, oldest: int = 0) -> list[LostWrite]:
+    """Every acknowledged put from revision `oldest` on (what compaction left) is in a member's own
+    history at its revision with its value: a write overwritten since counts too, which the final
+    state alone cannot show."""
+    found = []
+    for key, versions in sorted(acknowledged.items()):
+        held = dict(member_history.get(key, ()))
+        for rev, value in versions:
+            if value is None or rev < oldest:
+                continue
+            if rev not in held:
+                found.append(LostWrite(key, rev, value, "the member's history of the key has no write at that revision"))
+            elif held[rev] != value:
+                found.append(LostWrite(key, rev, value, f"the member's history holds {held[rev]!r} there"))
+    return found

@@ -77,3 +77,29 @@ def test_a_recorded_run_is_judged_from_its_fault_window(tmp_path: Path) -> None:
     assert contra.main([str(path)]) == 0
     unhealed = {**run, "events": [run["events"][0], {**run["events"][1], "data": {"effective_at": 1.05}}]}
     assert contra.window_of(unhealed) is None  # a fault still in place has no window to judge
+
+
+def writes(ok_from: float) -> list[Sample]:
+    """A write every 100 ms from 0 to 4 s, failing from 1.0 until `ok_from`."""
+    return [Sample("write", "m0", t / 10, t / 10 + 0.01, not 1.0 <= t / 10 < ok_from, seq=t) for t in range(40)]
+
+
+@pytest.mark.parametrize("ok_from, held", [
+    (1.5, "writes resume within half the window"),
+    (9.0, "no write is acknowledged in the window"),
+])
+def test_writes_that_resume_and_writes_that_never_do_hold_one_claim_each(ok_from: float, held: str) -> None:
+    samples = kept_run() + writes(ok_from)
+    claims = contra.claims(samples, history(samples), WINDOW)
+    assert {c for c in ("writes resume within half the window", "no write is acknowledged in the window")
+            if claims[c][0]} == {held}
+    assert contra.contradictions(samples, history(samples), WINDOW) == []
+
+
+def test_a_gap_validator_that_closes_a_gap_early_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.validate import availability as av
+
+    samples = kept_run() + writes(9.0)
+    monkeypatch.setattr(av, "longest_write_gap", lambda s, start, end: av.Gap(start, start + 0.5))
+    found = contra.contradictions(samples, history(samples), WINDOW)
+    assert [c.claims for c in found] == [("writes resume within half the window", "no write is acknowledged in the window")]

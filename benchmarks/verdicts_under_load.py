@@ -1,0 +1,142 @@
+"""Timing verdicts on an idle and on a busy machine: false failures and inconclusive verdicts per
+scenario, and whether the must-fail suite still fails every false statement under the same load.
+
+    python benchmarks/verdicts_under_load.py [--runs 10] [--hogs 2] [-k EXPR] [--must-fail] [--list]
+
+The scenarios are those `make test` runs (not @long) with a timing bound in a Then-step ("within
+N s", "under N ms", "at least N ms", "at most N s", "N election timeouts"), found in the feature
+files. Each runs --runs times alone and --runs times beside --hogs CPU-bound processes (a busy
+CI neighbour), with --inconclusive=error so that every inconclusive verdict is counted rather than
+rerun. A scenario of `features/` states true things of the system: any failure is a false alarm.
+With --must-fail, the short must-fail suite runs once more under the same load and must still end
+with every false statement failed by a verdict (its own test checks each message).
+
+Prints a table per scenario: idle pass/fail/inconclusive, loaded pass/fail/inconclusive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BOUND = re.compile(r"\b(within \d|under \d|at least \d[\d.]* ?ms|at most \d[\d.]* s\b|election timeouts?)")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def timed_scenarios() -> list[str]:
+    """Names of the scenarios of features/ that make test runs and that judge a timing bound."""
+    found = []
+    for path in sorted((ROOT / "features").glob("*.feature")):
+        feature_tags: set[str] = set()
+        tags: set[str] = set()
+        name, timed, seen_feature = None, False, False
+        for raw in path.read_text().splitlines() + ["Scenario: <end>"]:
+            line = raw.strip()
+            if line.startswith("@"):
+                tags |= set(line.split())
+            elif line.startswith("Feature:"):
+                feature_tags, tags, seen_feature = tags, set(), True
+            elif line.startswith(("Scenario:", "Scenario Outline:")):
+                if name and timed:
+                    found.append(name)
+                name = None if "@long" in tags | feature_tags else line.split(":", 1)[1].strip()
+                tags, timed = set(), False
+            elif seen_feature and name and line.startswith(("Then ", "And ", "But ")) and BOUND.search(line):
+                timed = True
+    return found
+
+
+def node_ids(names: list[str]) -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "pytest", "features/test_features.py", "--collect-only", "-q",
+                          "-m", "not long", "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True).stdout
+    wanted = {_slug(n) for n in names}
+    ids = [line for line in out.splitlines() if "::" in line]
+    return [i for i in ids if _slug(i.split("::", 1)[1].split("[", 1)[0].removeprefix("test_")) in wanted]
+
+
+def _hog() -> None:
+    while True:
+        pass
+
+
+def outcomes(junit: Path) -> Counter[str]:
+    """pass / fail / inconclusive per test case of a JUnit file."""
+    seen: Counter[str] = Counter()
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        props = {p.get("name") for p in case.iter("property")}
+        if "inconclusive" in props:
+            seen["inconclusive"] += 1
+        elif case.find("failure") is not None or case.find("error") is not None:
+            seen["fail"] += 1
+        elif case.find("skipped") is None:
+            seen["pass"] += 1
+    return seen
+
+
+def run_once(node: str, region: str) -> Counter[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        junit = Path(tmp) / "junit.xml"
+        subprocess.run([sys.executable, "-m", "pytest", node, "-m", "", "-q", "-p", "no:cacheprovider",
+                        "--inconclusive=error", f"--region-name={region}", f"--junitxml={junit}"],
+                       cwd=ROOT, capture_output=True, text=True)
+        return outcomes(junit) if junit.exists() else Counter({"fail": 1})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=10, help="runs per scenario and condition (default 10)")
+    ap.add_argument("--hogs", type=int, default=2, help="CPU-bound processes beside the loaded runs (default 2)")
+    ap.add_argument("-k", dest="match", default="", help="only scenarios whose test name contains this")
+    ap.add_argument("--must-fail", action="store_true", help="also run the short must-fail suite under the load")
+    ap.add_argument("--list", action="store_true", help="print the timed scenarios and exit")
+    args = ap.parse_args()
+    nodes = [n for n in node_ids(timed_scenarios()) if args.match in n]
+    if args.list or not nodes:
+        print("\n".join(nodes) or "no timed scenario matches")
+        return
+    table: dict[str, dict[str, Counter[str]]] = {n: {"idle": Counter(), "loaded": Counter()} for n in nodes}
+    for condition in ("idle", "loaded"):
+        hogs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(args.hogs if condition == "loaded" else 0)]
+        for h in hogs:
+            h.start()
+        try:
+            for node in nodes:
+                for i in range(args.runs):
+                    t = time.monotonic()
+                    got = run_once(node, "vl")
+                    table[node][condition] += got
+                    print(f"[{condition} {i + 1}/{args.runs}] {node.split('::')[-1]}: {dict(got)} "
+                          f"({time.monotonic() - t:.0f} s)", flush=True)
+            if condition == "loaded" and args.must_fail:
+                proc = subprocess.run([sys.executable, "-m", "pytest", "tests/must_fail", "-m", "not long", "-q",
+                                       "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
+                tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]
+                print(f"must-fail suite beside {args.hogs} CPU hogs: {tail} (exit {proc.returncode})", flush=True)
+        finally:
+            for h in hogs:
+                h.terminate()
+    print(f"\n{'scenario':70} {'idle p/f/i':>12} {'loaded p/f/i':>14}")
+    for node, row in table.items():
+        cells = ["/".join(str(row[c][k]) for k in ("pass", "fail", "inconclusive")) for c in ("idle", "loaded")]
+        print(f"{node.split('::')[-1][:70]:70} {cells[0]:>12} {cells[1]:>14}")
+    total = {c: sum((row[c] for row in table.values()), Counter()) for c in ("idle", "loaded")}
+    for c in ("idle", "loaded"):
+        runs = sum(total[c].values()) or 1
+        print(f"{c}: {total[c]['fail']} false failures, {total[c]['inconclusive']} inconclusive "
+              f"({100 * total[c]['inconclusive'] / runs:.1f} %) in {runs} runs")
+
+
+if __name__ == "__main__":
+    main()
