@@ -1,7 +1,7 @@
 """Timing verdicts on an idle and on a busy machine: false failures and inconclusive verdicts per
 scenario, and whether the must-fail suite still fails every false statement under the same load.
 
-    python benchmarks/verdicts_under_load.py [--runs 10] [--hogs 2] [-k EXPR] [--must-fail] [--list]
+    python benchmarks/verdicts_under_load.py [--runs 10] [--hogs 2] [-k NAME ...] [--must-fail] [--list]
 
 The scenarios are those `make test` runs (not @long) with a timing bound in a Then-step ("within
 N s", "under N ms", "at least N ms", "at most N s", "N election timeouts"), found in the feature
@@ -98,11 +98,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10, help="runs per scenario and condition (default 10)")
     ap.add_argument("--hogs", type=int, default=2, help="CPU-bound processes beside the loaded runs (default 2)")
-    ap.add_argument("-k", dest="match", default="", help="only scenarios whose test name contains this")
+    ap.add_argument("-k", dest="match", action="append", default=[],
+                    help="only scenarios whose test name contains this (repeatable: any of them)")
     ap.add_argument("--must-fail", action="store_true", help="also run the short must-fail suite under the load")
     ap.add_argument("--list", action="store_true", help="print the timed scenarios and exit")
     args = ap.parse_args()
-    nodes = [n for n in node_ids(timed_scenarios()) if args.match in n]
+    nodes = [n for n in node_ids(timed_scenarios()) if not args.match or any(m in n for m in args.match)]
     if args.list or not nodes:
         print("\n".join(nodes) or "no timed scenario matches")
         return

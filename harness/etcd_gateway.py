@@ -63,6 +63,11 @@ def _b64(data: str | bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
+def _text(b64: str) -> str:
+    """Bytes as text that keeps every byte apart (a Kubernetes object in etcd is protobuf)."""
+    return base64.b64decode(b64).decode("utf-8", "surrogateescape")
+
+
 def prefix_end(prefix: str) -> str:
     raw = bytearray(prefix.encode())
     raw[-1] += 1
@@ -255,27 +260,25 @@ class EtcdClient:
         """This member's own record of every write from `start_revision` through `through_revision`
         (a watch is served from the member's store, not through the leader): (revision, key, value,
         None for a delete) in order, and the oldest revision it still holds when compaction took
-        the start (else 0). Revisions come from writes only, so the last one always arrives."""
+        the start (else 0). Revisions come from writes only, so the last one always arrives. Uses
+        this client's connection alone, as a watch does."""
         start, compacted, out = start_revision, 0, []
-        while True:
-            client = EtcdClient(self.url, self.netns, timeout, self.tls)
+        while start <= through_revision:
+            stream = self.watch_stream(start, timeout=timeout)  # ends by an error, never by itself
             try:
-                for result in client.watch_stream(start, timeout=timeout):
+                for result in stream:
                     if int(result.get("compact_revision") or 0) > 0:
                         start = compacted = int(result["compact_revision"])
                         break
                     for e in result.get("events") or ():
                         kv = e["kv"]
-                        value = None if e.get("type") == "DELETE" else base64.b64decode(kv.get("value", "")).decode()
-                        out.append((int(kv["mod_revision"]), base64.b64decode(kv["key"]).decode(), value))
+                        value = None if e.get("type") == "DELETE" else _text(kv.get("value", ""))
+                        out.append((int(kv["mod_revision"]), _text(kv["key"]), value))
                     if out and out[-1][0] >= through_revision:
                         return [w for w in out if w[0] <= through_revision], compacted
-                else:
-                    raise EtcdRequestError(f"{self.url}/v3/watch: the stream ended before revision {through_revision}")
             finally:
-                client.close()
-            if start > through_revision:
-                return [], compacted
+                stream.close()  # its connection closed before another watch opens one
+        return [], compacted
 
     def apply_revision(self, events: list[dict[str, Any]]) -> int:
         """The events of one revision (watch events: type, key, value in base64) as one transaction,

@@ -33,18 +33,21 @@ def _await(figure: Callable[[], T | None], limit: float, what: str) -> T | None:
     return first_within(figure, what, limit + 0.5)
 
 
+def bound(etcd: EtcdCluster, timeline: Timeline, count: str, unit: str, what: str) -> tuple[float, str]:
+    """A bound in seconds, or in election timeouts (a property of etcd's configuration, read from
+    the members' own command lines): the seconds, and what the verdict is about, saying so."""
+    if unit == "s":
+        return float(count), what
+    timeout = election_timeout(etcd)
+    timeline.mark("figure", "election timeout", value=timeout.seconds, unit="s", said=timeout.said)
+    return float(count) * timeout.seconds, f"{what} ({count} election timeouts; {timeout.said})"
+
+
 @then(parsers.re(r"a new leader is elected in a surviving zone within (?P<count>\d+(\.\d+)?) "
                  r"(?P<unit>s|election timeouts)"))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: str, unit: str) -> None:
-    """In seconds, or in election timeouts: a property of etcd's configuration, read from the
-    members' own command lines."""
     h = probe.history
-    limit, what = float(count), "time to a new leader"
-    if unit == "election timeouts":
-        timeout = election_timeout(etcd)
-        limit *= timeout.seconds
-        what += f" ({count} election timeouts; {timeout.said})"
-        timeline.mark("figure", "election timeout", value=timeout.seconds, unit="s", said=timeout.said)
+    limit, what = bound(etcd, timeline, count, unit, "time to a new leader")
     report = _await(lambda: lead.new_leader(h.samples, outage.start, outage.leader_id_before, outage.term_before),
                     limit, "a new leader")
     found = (report.end - outage.start, h.member_ids.get(report.leader or 0, str(report.leader))) if report else None
@@ -55,18 +58,18 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Tim
                 seen=etcd.member(found[1]).zone)
 
 
-@then(parsers.parse("writes resume within {limit:g} s of the outage"))
-def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
-    """The window runs `limit` s from the outage's effect whatever came back meanwhile (a return
+@then(parsers.re(r"writes resume within (?P<count>\d+(\.\d+)?) (?P<unit>s|election timeouts) of the outage"))
+def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: str, unit: str) -> None:
+    """The window runs its bound from the outage's effect whatever came back meanwhile (a return
     that did not bring the quorum back leaves the gap open), and on to the return when that was later."""
     h = probe.history
+    limit, what = bound(etcd, timeline, count, unit, "write-unavailability window since the outage took effect")
     # The harness's own stalls so far are given back to the window, so an open gap has had its time.
     end = max(outage.healed_at or 0.0,
               outage.window_end(timeline, limit + av.stalled(h.samples, outage.start, timeline.now())))
     gap = av.longest_write_gap(h.samples, outage.start, end)
     timeline.mark("figure", "write-unavailability window", value=gap.length, unit="s", open=gap.open)
-    judge.gap_at_most(gap, limit, "write-unavailability window since the outage took effect",
-                      av.stalled(h.samples, gap.start, gap.end), av.gap_unresolved(h.samples, gap))
+    judge.gap_at_most(gap, limit, what, av.stalled(h.samples, gap.start, gap.end), av.gap_unresolved(h.samples, gap))
 
 
 @then(parsers.parse("the longest write gap during the outage is under {limit:g} s"))

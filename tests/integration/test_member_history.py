@@ -75,6 +75,15 @@ def test_an_overwritten_write_is_checked_in_the_members_history(member: EtcdClie
         (last - 1, "the member's history of the key has no write at that revision")]
 
 
+def test_binary_values_are_kept_apart(member: EtcdClient) -> None:
+    """A Kubernetes object in etcd is protobuf, not UTF-8."""
+    first = member.put("/registry/pods/a", b"k8s\x00\xa4\x01")
+    second = member.put("/registry/pods/a", b"k8s\x00\xa5\x01")
+    writes, _ = member.history(first, second)
+    assert [w[0] for w in writes] == [first, second] and writes[0][2] != writes[1][2]
+    assert writes[0][2].encode("utf-8", "surrogateescape") == b"k8s\x00\xa4\x01"
+
+
 def test_a_compacted_start_is_said_and_only_what_is_left_is_judged(member: EtcdClient) -> None:
     first = member.put("k", "v1")
     second = member.put("k", "v2")

@@ -11,6 +11,7 @@ import json
 import re
 import signal
 import sys
+import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,8 @@ FAULT_TABLE_PREFIX = "harness_"
 DELAY_DEV_PREFIX = "hd-"
 DELAY_TABLES = (1000, 9000)
 NODE_FAILURE_MODES = ("kill", "freeze", "link-down")
+# A frozen node's processes: stopped, or already dead (a zombie not yet reaped runs no more either).
+FROZEN = ("T", "t", "Z", "X", "")
 
 
 def outage_table(zone: str) -> str:
@@ -292,8 +295,16 @@ def fail_node(env: LocalEnvironment, node: str, mode: str) -> dict[str, Any]:
         netns.run(["ip", "-n", ns, "addr", "flush", "dev", "eth0", "secondary"], check=False,
                   timeout=env.config.timeouts.command)
     elif mode == "freeze":
-        for pid in netns.netns_pids(ns):
-            signal_pid(pid, signal.SIGSTOP)
+        # Again until none is left running: a process forked between the listing and the signal
+        # would otherwise run on in a frozen node.
+        deadline = time.monotonic() + 1.0
+        while True:
+            running = [pid for pid in netns.netns_pids(ns) if process_state(pid) not in FROZEN]
+            if not running or time.monotonic() > deadline:
+                break
+            for pid in running:
+                signal_pid(pid, signal.SIGSTOP)
+            time.sleep(0.01)
     else:
         netns.run(["ip", "-n", ns, "link", "set", "eth0", "down"], timeout=env.config.timeouts.command)
     return data
@@ -308,7 +319,7 @@ def node_failure_effect(env: LocalEnvironment, node: str, data: dict[str, Any]) 
         return {"link": "down"} if "state DOWN" in link or ",UP" not in link else None
     states = {pid: process_state(pid) for pid in netns.netns_pids(ns)}
     if mode == "freeze":
-        return {"stopped_processes": len(states)} if all(s in ("T", "t", "") for s in states.values()) else None
+        return {"stopped_processes": len(states)} if all(s in FROZEN for s in states.values()) else None
     running = [pid for pid, s in states.items() if s not in ("", "Z", "X")]
     member = data.get("member")
     if running or (member and env.member_running(member)):
