@@ -32,7 +32,9 @@ BOUND = re.compile(r"\b(within \d|under \d|at least \d[\d.]* ?ms|at most \d[\d.]
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
+    """As pytest-bdd names a scenario's test, letters and digits only (its leading digits dropped:
+    "100 ms ± 20 ms ..." is test_ms__20_ms_...)."""
+    return re.sub(r"^[0-9]+", "", re.sub(r"[^a-z0-9]", "", text.lower()))
 
 
 def timed_scenarios() -> list[str]:
