@@ -325,6 +325,8 @@ def _(loads: Any, etcd: EtcdCluster, timeline: Timeline) -> None:
     prefixes = sorted({run.spec.key_prefix for run in loads.runs})
     acked = acknowledged_writes(ops)
     first = min((rev for versions in acked.values() for rev, _ in versions), default=1)
+    seen_by_watchers = [w for d in runs for w in watchers(d)]
+    doubtful, deleted = uncertain_deletes(ops), deletes(ops)
     found: dict[str, list[Any]] = {}
     unreplayed = 0
     # Every member's own final state (serializable reads of each) and its own history since the
@@ -344,8 +346,8 @@ def _(loads: Any, etcd: EtcdCluster, timeline: Timeline) -> None:
             if any(key.startswith(p) for p in prefixes):
                 held.setdefault(key, []).append((rev, tag(value)))
         unreplayed = max(unreplayed, sum(rev < oldest for versions in acked.values() for rev, _ in versions))
-        found[member.name] = (lost_writes(acked, final, watchers=[w for d in runs for w in watchers(d)],
-                                          uncertain_deletes=uncertain_deletes(ops), deletes=deletes(ops))
+        found[member.name] = (lost_writes(acked, final, watchers=seen_by_watchers, uncertain_deletes=doubtful,
+                                          deletes=deleted)
                               + missing_from_history(acked, held, oldest))
     timeline.mark("figure", "lost writes of the load", value=max(len(v) for v in found.values()), unit="writes")
     if unreplayed:  # compacted away: those are judged by the final state alone, and said so
