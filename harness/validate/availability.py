@@ -187,15 +187,17 @@ def reads_served(samples: Iterable[Sample], member: str, start: float, end: floa
     return sum(s.ok for s in inside), sum(not s.ok for s in inside)
 
 
-def most_away(samples: Iterable[Sample], start: float, end: float,
-              kinds: tuple[str, ...] = ("status",)) -> tuple[int, float | None, list[str]]:
+def most_away(samples: Iterable[Sample], start: float, end: float, kinds: tuple[str, ...] = ("status",),
+              lone_timeouts: bool = True) -> tuple[int, float | None, list[str]]:
     """The most members away at once inside [start, end], when that was first seen, and which.
 
     By one kind of request (status, health), a member is away from the start of one that failed
     until the start of the next one that succeeded (it answered at some moment of that request,
     so it may have been back from its start: a slow answer is no proof of two away at once), or
     until the window's end. With several kinds, a member is away only while every kind says so:
-    any one that succeeded shows it there."""
+    any one that succeeded shows it there. `lone_timeouts=False` leaves out a stretch resting on
+    one request that timed out between two answered ones: a member slower than the probe's
+    timeout once, which the probe cannot tell from one that was gone that long."""
     away_by_member: dict[str, list[tuple[float, float]]] = {}
     for kind in kinds:
         seen: dict[str, list[Sample]] = {}
@@ -203,7 +205,7 @@ def most_away(samples: Iterable[Sample], start: float, end: float,
             if s.kind == kind and start <= s.start <= end:
                 seen.setdefault(s.member, []).append(s)
         for member, requests in seen.items():
-            spans = _away_spans(requests, end)
+            spans = _away_spans(requests, end, lone_timeouts)
             away_by_member[member] = spans if kind == kinds[0] else _intersect(away_by_member.get(member, []), spans)
         for member in set(away_by_member) - set(seen):  # no request of this kind inside: it never said away
             away_by_member[member] = []
@@ -218,18 +220,25 @@ def most_away(samples: Iterable[Sample], start: float, end: float,
     return most
 
 
-def _away_spans(requests: list[Sample], end: float) -> list[tuple[float, float]]:
+def _away_spans(requests: list[Sample], end: float, lone_timeouts: bool = True) -> list[tuple[float, float]]:
     spans: list[tuple[float, float]] = []
-    since: float | None = None
+    failed: list[Sample] = []
     for s in sorted(requests, key=lambda s: s.start):
-        if not s.ok and since is None:
-            since = s.start
-        elif s.ok and since is not None:
-            spans.append((since, s.start))
-            since = None
-    if since is not None:
-        spans.append((since, end))
+        if not s.ok:
+            failed.append(s)
+        elif failed:
+            if lone_timeouts or len(failed) > 1 or not timed_out(failed[0]):
+                spans.append((failed[0].start, s.start))
+            failed = []
+    if failed:
+        spans.append((failed[0].start, end))
     return spans
+
+
+def timed_out(sample: Sample) -> bool:
+    """The request got no answer within the probe's timeout (as opposed to a refusal or an error
+    the member or its path gave)."""
+    return sample.error is not None and ("TimeoutError" in sample.error or "timed out" in sample.error)
 
 
 def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -190,6 +190,28 @@ def test_a_member_whose_answer_was_slow_is_back_from_the_request_it_answered() -
     assert most_away(still_away, 20.0, 36.0) == (2, 28.41, ["m0", "m2"])  # sent after m2 went: both away
 
 
+def test_one_timed_out_request_between_two_answers_is_no_proof_of_a_second_member_away() -> None:
+    """As in CI: while the evicted leader m2 was gone, every /health said "leader changed" and one
+    status request to m1 timed out after 0.25 s; m1 answered the requests before and after it."""
+    from harness.validate.availability import most_away
+
+    def health(member: str, at: float, ok: bool) -> Sample:
+        return Sample("health", member, at, at + 1.2, ok, error=None if ok else "HTTP 503: leader changed")
+
+    gone = [_status("m2", 46.0, False), health("m2", 46.0, False), health("m1", 46.1, False),
+            _status("m1", 46.2, True), Sample("status", "m1", 46.23, 46.48, False, error="status: TimeoutError"),
+            _status("m1", 46.49, True), _status("m2", 49.0, True)]
+    assert most_away(gone, 40.0, 50.0, ("status", "health")) == (2, 46.23, ["m1", "m2"])
+    assert most_away(gone, 40.0, 50.0, ("status", "health"), lone_timeouts=False) == (1, 46.0, ["m2"])
+    refused = [*gone[:4], Sample("status", "m1", 46.23, 46.24, False, error="ConnectionRefusedError"), *gone[5:]]
+    assert most_away(refused, 40.0, 50.0, ("status", "health"), lone_timeouts=False)[0] == 2  # refused: its port was shut
+    twice = [*gone[:5], Sample("status", "m1", 46.49, 46.74, False, error="status: TimeoutError"),
+             _status("m1", 46.75, True), _status("m2", 49.0, True)]
+    assert most_away(twice, 40.0, 50.0, ("status", "health"), lone_timeouts=False)[0] == 2  # 0.5 s unanswered
+    unanswered = gone[:5]  # m1 never answered again: away to the window's end
+    assert most_away(unanswered, 40.0, 50.0, ("status", "health"), lone_timeouts=False)[0] == 2
+
+
 def test_a_member_answers_again_at_its_first_answered_status_after_a_time() -> None:
     seen = [_status("m0", 1.0, True), _status("m0", 2.0, False), _status("m1", 2.5, True), _status("m0", 3.0, True),
             _status("m0", 4.0, True)]
