@@ -3,17 +3,21 @@ VENV   ?= .venv
 PYTHON ?= python3
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup deps kube-binaries etcd-builds run test test-fast outage nightly must-fail bugs down heal clean
+.PHONY: setup deps kube-binaries etcd-builds prefetch run test test-fast outage nightly must-fail bugs down heal clean
 
 setup: deps $(STAMP)
 
 deps:
 	@scripts/install-deps.sh
 
+# pip's scratch inside the venv, removed after: pip leaves a directory per wheel it unpacked in
+# the system's temporary directory.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	mkdir -p $(VENV)/pip-tmp
+	TMPDIR=$(abspath $(VENV))/pip-tmp $(VENV)/bin/pip install -q --upgrade pip
+	TMPDIR=$(abspath $(VENV))/pip-tmp $(VENV)/bin/pip install -q -e '.[dev]'
+	rm -rf $(VENV)/pip-tmp
 	@touch $@
 
 # kube-apiserver, controller manager, scheduler, kwok and etcd at pinned versions: found
@@ -31,6 +35,13 @@ kube-binaries: setup
 # once from pinned Go modules into ~/.cache/ha-harness/etcd; `make bugs` builds them on demand too.
 etcd-builds: setup
 	$(VENV)/bin/python -m harness.etcd_builds
+
+# Everything the suite, `make nightly` and `make bugs` build or download, into ~/.cache (the
+# harness's builds under ha-harness/, Go's build cache, pip's) and ~/go/pkg/mod: for CI runners that
+# keep those between jobs (docs/ci/). A warm cache makes each of these a lookup.
+prefetch: setup kube-binaries
+	$(VENV)/bin/python -m harness.etcd_builds --all
+	$(VENV)/bin/python -m harness.providers.local.powerloss_fs
 
 # The main job: GEP-20's zone outage on the reference control plane running for real on the
 # local seed, each zone in turn, under probes.

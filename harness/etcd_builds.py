@@ -4,6 +4,7 @@ had it, and a fixed one to show there is no false alarm).
 
     python -m harness.etcd_builds v3.5.4 [--failpoints]     # prints the binary's path
     make etcd-builds                                        # every release harness.bugs needs
+    python -m harness.etcd_builds --all                     # and the pinned one, plain and with failpoints
 
 Each supported release has its pins in harness/kube/gomod/etcd-<release>[-failpoints]/ (made
 with `go get -tool go.etcd.io/etcd/server/v3@<release>` in an empty module; the pinned default
@@ -212,15 +213,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("versions", nargs="*", help="releases to build (default: every one harness.bugs needs)")
     ap.add_argument("--failpoints", action="store_true", help="with gofail's failpoints compiled in")
+    ap.add_argument("--all", action="store_true", help="every etcd the harness runs: harness.bugs' releases, the "
+                    "pinned release with and without failpoints, and its etcdutl (make prefetch)")
     args = ap.parse_args(argv)
+    if args.all and args.versions:
+        ap.error("--all builds every release the harness runs; name no release with it")
     wanted: list[tuple[str, bool]] = [(v, args.failpoints) for v in args.versions]
     if not wanted:
         from harness.bugs import BUGS
 
         wanted = sorted({(v, b.failpoints) for b in BUGS.values() for v in (b.buggy, b.fixed)})
+        if args.all:
+            wanted = sorted({*wanted, (binaries.ETCD_VERSION, False), (binaries.ETCD_VERSION, True)})
     try:
         for version, failpoints in wanted:
             print(etcd_binary(version, failpoints))
+        if args.all:
+            print(etcdutl_binary())
     except (ConfigError, PrerequisiteError) as e:
         print(f"etcd_builds: {e}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ client errors are wrapped into HarnessErrors here, at the boundary."""
 
 from __future__ import annotations
 
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -130,10 +131,17 @@ FIELD_MANAGER = "ha-harness"
 
 def apply(api: Any, objects: list[dict[str, Any]]) -> None:
     """Server-side apply, as `kubectl apply --server-side` does: idempotent, re-runnable."""
+    with tempfile.TemporaryDirectory(prefix="ha-harness-discovery-") as scratch:
+        # The client's discovery cache would otherwise stay in the system's temporary directory,
+        # one file per API server address, and be read by the next cluster at that address.
+        _apply(api, objects, f"{scratch}/discovery.json")
+
+
+def _apply(api: Any, objects: list[dict[str, Any]], cache_file: str) -> None:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-    dyn = DynamicClient(api)
+    dyn = DynamicClient(api, cache_file=cache_file)
     for obj in objects:
         meta = obj["metadata"]
         what = f"applying {obj['kind']} {meta.get('namespace', '')}/{meta['name']}".replace(" /", " ")

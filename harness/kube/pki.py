@@ -5,7 +5,6 @@ ECDSA P-256 keeps generation instant; every component trusts the one throwaway C
 
 from __future__ import annotations
 
-import base64
 import datetime
 import ipaddress
 import json
@@ -222,20 +221,19 @@ def _etcd_certificates(directory: Path, ca: x509.Certificate, ca_key: ec.Ellipti
     return files
 
 
-def _b64(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode()
-
-
 def write_kubeconfig(path: Path, server: str, pki: Pki, context: str = "ha-harness") -> Path:
-    """An admin kubeconfig with the credentials embedded, so it works when copied elsewhere."""
+    """An admin kubeconfig naming the control plane's certificate files. (With the credentials
+    embedded, the Python Kubernetes client copies them into a temporary file in each process,
+    and every process stopped by a signal, a node agent's included, leaves its copy of the key
+    behind in the system's temporary directory.)"""
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": context, "cluster": {"server": server, "certificate-authority-data": _b64(pki.ca_cert)}}],
+        "clusters": [{"name": context, "cluster": {"server": server, "certificate-authority": str(pki.ca_cert.resolve())}}],
         "users": [
             {
                 "name": "admin",
-                "user": {"client-certificate-data": _b64(pki.admin_cert), "client-key-data": _b64(pki.admin_key)},
+                "user": {"client-certificate": str(pki.admin_cert.resolve()), "client-key": str(pki.admin_key.resolve())},
             }
         ],
         "contexts": [{"name": context, "context": {"cluster": context, "user": "admin"}}],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,36 +29,59 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def as_nobody(*args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"HOME": "/tmp", "PYTHONPATH": str(REPO), "PATH": path or os.environ["PATH"]}
+@pytest.fixture(scope="module")
+def nobody_home() -> Iterator[dict[str, str]]:
+    """A HOME of the unprivileged user's own, removed afterwards, holding copies of this machine's
+    etcd and etcdctl (this user's cache is not readable by it): nothing is built again as that
+    user, and nothing it writes (Go's caches, the harness's) stays behind."""
+    from harness.config import load_config
+    from harness.providers.local.etcd import find_etcd
+
+    home = Path(tempfile.mkdtemp(prefix="harness-nobody-home-"))
+    try:
+        binary = find_etcd(load_config().etcd)
+        for name, source in (("etcd", binary.path), ("etcdctl", binary.etcdctl)):
+            shutil.copy2(source, home / name)
+        home.chmod(0o755)
+        os.chown(home, 65534, 65534)
+        yield {"HOME": str(home), "ETCD_BIN": str(home / "etcd")}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        for left in ("/tmp/ha-harness-65534", "/dev/shm/ha-harness-65534", "/var/tmp/ha-harness-65534"):
+            with contextlib.suppress(OSError):  # the user's own directories, once empty: as found
+                os.rmdir(left)
+
+
+def as_nobody(env: dict[str, str], *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**env, "PYTHONPATH": str(REPO), "PATH": path or os.environ["PATH"]}
     return subprocess.run(
         [*NOBODY, "env", "-i", *(f"{k}={v}" for k, v in env.items()), SYSTEM_PYTHON, "-m", "harness.cli", *args],
-        capture_output=True, text=True, timeout=120, cwd="/tmp",
+        capture_output=True, text=True, timeout=120, cwd=env["HOME"],
     )
 
 
-def test_up_fault_heal_down_without_root() -> None:
-    as_nobody("--name", "rl", "down")
+def test_up_fault_heal_down_without_root(nobody_home: dict[str, str]) -> None:
+    as_nobody(nobody_home, "--name", "rl", "down")
     try:
-        up = as_nobody("--name", "rl", "up")
+        up = as_nobody(nobody_home, "--name", "rl", "up")
         assert up.returncode == 0, up.stderr
         assert "/tmp/ha-harness-65534/region-rl.json" in up.stdout
         state = json.loads(Path("/tmp/ha-harness-65534/region-rl.json").read_text())
         holder = state["holder_pid"]
         assert holder and alive(holder)
-        desc = json.loads(as_nobody("--name", "rl", "status", "--json").stdout)
+        desc = json.loads(as_nobody(nobody_home, "--name", "rl", "status", "--json").stdout)
         assert [m["health"] for m in desc["members"]] == ["healthy"] * 3 and desc["leader"]
-        assert as_nobody("--name", "rl", "fault", "zone-outage", "zone-b").returncode == 0
-        healed = as_nobody("--name", "rl", "heal")
+        assert as_nobody(nobody_home, "--name", "rl", "fault", "zone-outage", "zone-b").returncode == 0
+        healed = as_nobody(nobody_home, "--name", "rl", "heal")
         assert "healed zone-outage:zone-b" in healed.stdout, healed.stderr
     finally:
-        down = as_nobody("--name", "rl", "down")
+        down = as_nobody(nobody_home, "--name", "rl", "down")
     assert down.returncode == 0 and "netns rl-router" in down.stdout, down.stderr
     assert not alive(holder), "the namespace holder is gone with the region"
     assert not Path("/tmp/ha-harness-65534/region-rl.json").exists()
 
 
-def test_without_user_namespaces_it_says_how_to_fix_it() -> None:
+def test_without_user_namespaces_it_says_how_to_fix_it(nobody_home: dict[str, str]) -> None:
     # A PATH whose unshare refuses, as on a kernel with user namespaces disabled
     # (in a directory the unprivileged user can read: pytest's tmp_path is not).
     bindir = Path(tempfile.mkdtemp(prefix="harness-nouserns-", dir="/tmp"))
@@ -65,7 +90,7 @@ def test_without_user_namespaces_it_says_how_to_fix_it() -> None:
         fake = bindir / "unshare"
         fake.write_text("#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n")
         fake.chmod(0o755)
-        proc = as_nobody("--name", "rn", "up", path=f"{bindir}:{os.environ['PATH']}")
+        proc = as_nobody(nobody_home, "--name", "rn", "up", path=f"{bindir}:{os.environ['PATH']}")
     finally:
         shutil.rmtree(bindir)
     assert not Path("/tmp/ha-harness-65534/region-rn.json").exists()
@@ -74,7 +99,7 @@ def test_without_user_namespaces_it_says_how_to_fix_it() -> None:
     assert "kernel.unprivileged_userns_clone=1" in proc.stderr and "Operation not permitted" in proc.stderr
 
 
-def test_pytest_runs_a_scenario_without_root(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_pytest_runs_a_scenario_without_root(nobody_home: dict[str, str]) -> None:
     site = sysconfig.get_paths()["purelib"]
     system = subprocess.run([SYSTEM_PYTHON, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
     if system.stdout.strip() != str(sys.version_info[:2]):
@@ -85,7 +110,8 @@ def test_pytest_runs_a_scenario_without_root(tmp_path_factory: pytest.TempPathFa
         cfg = reports / "harness.toml"
         cfg.write_text(f'[paths]\nreports_dir = "{reports}"\n')
         proc = subprocess.run(
-            [*NOBODY, "env", "-i", "HOME=/tmp", f"PATH={os.environ['PATH']}", f"PYTHONPATH={REPO}:{site}",
+            [*NOBODY, "env", "-i", *(f"{k}={v}" for k, v in nobody_home.items()), f"PATH={os.environ['PATH']}",
+             f"PYTHONPATH={REPO}:{site}",
              SYSTEM_PYTHON, "-m", "pytest", "features", "-k", "followers_zone_does_not_disturb", "-q", "-p", "no:cacheprovider",
              "--region-name", "pn", "--harness-config", str(cfg)],
             capture_output=True, text=True, timeout=300, cwd=REPO,

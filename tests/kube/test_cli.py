@@ -34,12 +34,16 @@ def _readiness(kubeconfig: Path) -> dict[str, bool]:
 
 
 def test_up_merges_a_context_a_zone_outage_silences_nodes_and_down_removes_all(tmp_path: Path) -> None:
+    """Also: nothing the region's processes wrote to the system's temporary directory (TMPDIR
+    here, empty before) stays after `harness down`, keys and discovery caches included."""
     kubeconfig = tmp_path / "config"
     kubeconfig.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "other",
                                           "clusters": [{"name": "other", "cluster": {"server": "https://192.0.2.1"}}],
                                           "users": [{"name": "other", "user": {}}],
                                           "contexts": [{"name": "other", "context": {"cluster": "other", "user": "other"}}]}))
-    env = _env(kubeconfig)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(_env(kubeconfig), TMPDIR=str(scratch))
     cli("--name", "kc", "down", env=env)
     try:
         up = cli("--name", "kc", "up", "--kubernetes", check=True, timeout=1800, env=env)
@@ -62,6 +66,9 @@ def test_up_merges_a_context_a_zone_outage_silences_nodes_and_down_removes_all(t
         assert _readiness(kubeconfig)["zone-a-1"] and _readiness(kubeconfig)["zone-c-2"]
         cli("--name", "kc", "heal", check=True, env=env)  # waits for the seed's nodes too
         assert all(_readiness(kubeconfig).values())
+        # A killed node's processes (its agent's Kubernetes client among them) run no exit handler.
+        cli("--name", "kc", "fault", "node-kill", "zone-a-1", check=True, env=env)
+        cli("--name", "kc", "heal", check=True, env=env)
     finally:
         down = cli("--name", "kc", "down", check=True, env=env)
     assert "kubernetes control plane in" in down.stdout and f"context ha-harness-kc in {kubeconfig}" in down.stdout
@@ -71,6 +78,7 @@ def test_up_merges_a_context_a_zone_outage_silences_nodes_and_down_removes_all(t
     assert not workdir.parent.exists(), "the work directory (etcd data, keys, logs) is removed"
     assert (Path("reports") / "logs" / "kc" / "kube-apiserver.log").exists(), "logs are kept with the reports"
     assert "10.76." not in netns.run(["ip", "-o", "-4", "addr", "show"]), "the uplink address is gone"
+    assert sorted(p.name for p in scratch.iterdir()) == [], "left in the temporary directory"
 
 
 @pytest.mark.long  # make nightly; make test runs up and down with a kubeconfig in test_up_merges_a_context_...

@@ -82,8 +82,22 @@ def test_merge_creates_a_missing_file(tmp_path: Path, source: Path, source_data:
     assert data["users"] == [{"name": NAME, "user": source_data["users"][0]["user"]}]
     assert data["contexts"] == [{"name": NAME, "context": {"cluster": NAME, "user": NAME}}]
     assert data["clusters"][0]["cluster"]["server"] == SERVER
-    assert data["users"][0]["user"]["client-key-data"]
+    assert Path(data["users"][0]["user"]["client-key"]).is_file()
     no_leftovers(target.parent, "config")
+
+
+def test_a_client_of_the_control_planes_kubeconfig_copies_no_key_into_the_temporary_directory(
+        source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the credentials embedded, the Kubernetes client writes each into a temporary file,
+    left behind by every process a signal stops (a node agent killed with its node)."""
+    import tempfile
+
+    from kubernetes import config as k8s_config
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    api = k8s_config.new_client_from_config(config_file=str(source))
+    assert Path(api.configuration.key_file).is_file() and Path(api.configuration.cert_file).is_file()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_merge_keeps_other_contexts(tmp_path: Path, source: Path) -> None:
