@@ -10,6 +10,8 @@ certificate through the same volumes, so it reaches a real etcd-druid's members 
 from __future__ import annotations
 
 import base64
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +59,23 @@ def mounted(pod_spec: Any) -> dict[str, str]:
 
 
 def write_secret(core: Any, namespace: str, name: str, directory: Path, timeout: float | None = None) -> dict[str, Path]:
-    """A Secret's keys as files in `directory` (private), as a kubelet mounts it; key -> path."""
+    """A Secret's keys as files in `directory` (private), as a kubelet mounts it; key -> path.
+
+    Each file is replaced whole, never truncated in place, and left alone when it holds the
+    Secret's bytes already: a starting member's files are written again at once (its sidecar's
+    client certificate is the member's), and an etcd (v3.5.35, tried here) that reads its
+    trusted CA file empty starts and then rejects every client with "certificate signed by
+    unknown authority" for its whole life, as etcd-main-0 did after a zone came back."""
     secret = core.read_namespaced_secret(name, namespace, **({"_request_timeout": timeout} if timeout else {}))
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     out = {}
     for key, value in (secret.data or {}).items():
-        path = directory / key
-        path.write_bytes(base64.b64decode(value))
-        path.chmod(0o600)
+        path, data = directory / key, base64.b64decode(value)
+        if not (path.is_file() and path.read_bytes() == data):
+            staged = directory / f".{key}.{os.getpid()}.{threading.get_ident()}"
+            staged.write_bytes(data)
+            staged.chmod(0o600)
+            os.replace(staged, path)
         out[key] = path
     return out
 
