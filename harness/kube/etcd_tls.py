@@ -73,8 +73,8 @@ def write_secret(core: Any, namespace: str, name: str, directory: Path, timeout:
         path, data = directory / key, base64.b64decode(value)
         if not (path.is_file() and path.read_bytes() == data):
             staged = directory / f".{key}.{os.getpid()}.{threading.get_ident()}"
-            staged.write_bytes(data)
-            staged.chmod(0o600)
+            with os.fdopen(os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
+                file.write(data)  # private from its first byte: a key is never readable by others
             os.replace(staged, path)
         out[key] = path
     return out
