@@ -25,6 +25,7 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "member-power-loss": ("harness.faults.etcd:MemberPowerLoss", {}),
     "volume-loss": ("harness.faults.etcd:VolumeLoss", {}),
     "member-corruption": ("harness.faults.etcd:MemberCorruption", {}),
+    "member-value-corruption": ("harness.faults.etcd:MemberValueCorruption", {}),
     "backup-store-outage": ("harness.faults.backup:BackupStoreOutage", {}),
     "zone-link-cut": ("harness.faults.link:ZoneLink", {}),
     "zone-link-loss": ("harness.faults.link:ZoneLink", {"needs": "loss_percent"}),

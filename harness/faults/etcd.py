@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Any, ClassVar
 
 from harness.config import Timeouts
-from harness.errors import ConfigError
+from harness.errors import ConfigError, HarnessError
 from harness.faults.base import Injection, lacks
 from harness.kube import cluster
 from harness.kube.volumes import claimed_volumes, lose_pod_volumes
-from harness.providers.base import (Environment, MemberDisks, MemberFailpoints, MemberPower, MemberProcesses,
-                                    MemberSignals, MemberVolumes, PeerNetwork, VolumeBackings)
+from harness.providers.base import (Environment, EtcdCluster, MemberDisks, MemberFailpoints, MemberPower,
+                                    MemberProcesses, MemberSignals, MemberVolumes, PeerNetwork, VolumeBackings)
+from harness.wait import wait_for
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # gofail's terms: [N%][N*]action[(argument)][->term]; actions off, return, sleep, panic, break, print.
@@ -244,6 +246,67 @@ class MemberCorruption:
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         return None  # damaged for good: an empty volume (replace_member) or a restore brings the member back
+
+
+class MemberValueCorruption:
+    """One value in a member's backend database changed on its disk while it was stopped (bit rot,
+    a faulty write path): the member starts again, opens the database and serves the changed value
+    as if it had been written, with no error anywhere. The value is the harness's own: written
+    under a key of this fault's, read back from the member before it is stopped, then altered in
+    every stored copy. Irreversible, as the other data faults: an empty volume (replace_member) or a
+    restore brings the member back in line."""
+
+    kind: ClassVar[str] = "member-value-corruption"
+    APPLIED_WITHIN = 10.0  # s for the member to apply the value it is to serve altered
+    COMMITTED_AFTER = (0.5, 1.5)  # s: etcd commits its backend every 100 ms; a second look waits longer
+
+    def waits_up_to(self, timeouts: Timeouts) -> float:
+        return self.APPLIED_WITHIN + sum(self.COMMITTED_AFTER)
+
+    def available(self, env: Environment) -> str | None:
+        return (lacks(env, MemberVolumes, "alter a member's data") or lacks(env, MemberProcesses, "start a member")
+                or lacks(env, EtcdCluster, "write the value to alter"))
+
+    def validate(self, env: Environment, target: str) -> str:
+        return env.member(target).name
+
+    def plan(self, env: Environment, target: str) -> str:
+        return f"write a value of its own, stop {target}, change that value in its backend database, start it"
+
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        assert isinstance(env, MemberVolumes) and isinstance(env, MemberProcesses) and isinstance(env, EtcdCluster)
+        key, value = f"/ha-harness/altered/{ctx.run_id}", f"value written by fault {ctx.run_id} on {target}"
+        data: dict[str, Any] = {"key": key, "value": value, "altered": value.upper(), "irreversible": True}
+        ctx.record(data)  # in the ledger before anything is written or stopped
+        client = env.client(target)
+        try:
+            data["revision"] = client.put(key, value)
+            wait_for(lambda: client.get(key, serializable=True), lambda got: got == value.encode(),
+                     f"{target} to apply the value it is to serve altered", self.APPLIED_WITHIN, interval=0.05)
+        finally:
+            client.close()
+        for pause in self.COMMITTED_AFTER:
+            time.sleep(pause)
+            data.update(env.alter_member_value(target, value.encode(), data["altered"].encode()))
+            env.start_member(target)
+            if data["copies"]:
+                return data
+        raise HarnessError(f"{target}'s backend database held no copy of {key} {sum(self.COMMITTED_AFTER):g} s after "
+                           "the member applied it: nothing was altered")
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, EtcdCluster)
+        client = env.client(target, timeout=1.0)
+        try:
+            got = client.get(data["key"], serializable=True)
+        except HarnessError:
+            return None  # not serving yet
+        finally:
+            client.close()
+        return {"serves": data["altered"], "irreversible": True} if got == data["altered"].encode() else None
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        return None  # its data differs for good: an empty volume (replace_member) or a restore brings it back
 
 
 class MemberDiskFull:

@@ -314,6 +314,11 @@ class MemberVolumes(Protocol):
     def corrupt_member_data(self, member: str) -> dict[str, Any]:
         """Stop the member and damage its backend database so that it cannot open it again."""
 
+    def alter_member_value(self, member: str, value: bytes, altered: bytes) -> dict[str, Any]:
+        """Stop the member and rewrite every stored copy of `value` in its backend database as
+        `altered` (of the same length), so that it serves the altered value once started again:
+        {"pid", "copies"} (0 copies: nothing changed)."""
+
     def replace_member(self, member: str) -> dict[str, Any]:
         """The member back on an empty volume as a new member of the cluster (removed and added
         again through a member that is up), catching up from the leader."""

@@ -72,6 +72,13 @@ def _(etcd: EtcdCluster, faults, member: str) -> Outage:
     return apply_faults(etcd, faults, [("member-corruption", etcd.member(member).name, {})])
 
 
+@when(parsers.parse('a value in the database of member "{member}" changes on its disk'), target_fixture="outage")
+def _(etcd: EtcdCluster, faults, member: str) -> Outage:
+    """A value of the harness's own altered in the member's backend while it was stopped; the member
+    starts again and serves it, and nothing in etcd says so (its corruption checks are off)."""
+    return apply_faults(etcd, faults, [("member-value-corruption", etcd.member(member).name, {})])
+
+
 @when(parsers.parse('member "{member}" comes back on an empty volume as a new member'), target_fixture="outage")
 def _(env, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str) -> Outage:
     """What etcd-druid's backup sidecar makes of a member whose data is gone or damaged while the

@@ -70,7 +70,7 @@ def statements() -> list[Statement]:
 
 STATEMENTS = statements()
 # The whole suite takes about 20 minutes here: `make must-fail` and `make nightly` run it
-# (HARNESS_MUST_FAIL=all); `make test` runs the scenarios tagged @short, one per feature file, so
+# (HARNESS_MUST_FAIL=all); `make test` runs the scenarios tagged @short, at least one per feature file, so
 # the suite cannot rot. The coverage test below always holds the whole suite.
 EVERY = os.environ.get("HARNESS_MUST_FAIL", "short") == "all"
 RUN = STATEMENTS if EVERY else [s for s in STATEMENTS if "short" in s.markers]

@@ -46,7 +46,7 @@ def test_outage_rules_drop_only_traffic_crossing_the_subnet() -> None:
 
 
 def test_unknown_fault_kind() -> None:
-    with pytest.raises(Exception, match="unknown fault 'zone-blackout'; accepted: aws-instance-reboot, .*, host-outage, member-corruption, member-disk-full, member-failpoint, member-kill, member-pause, member-power-loss, node-cordon, node-delete, node-drain"):
+    with pytest.raises(Exception, match="unknown fault 'zone-blackout'; accepted: aws-instance-reboot, .*, host-outage, member-corruption, member-disk-full, member-failpoint, member-kill, member-pause, member-power-loss, member-value-corruption, node-cordon, node-delete, node-drain"):
         get_fault("zone-blackout")
 
 

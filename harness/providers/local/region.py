@@ -356,6 +356,25 @@ class LocalEnvironment(StateBacked, EtcdMembers):
             os.fsync(f.fileno())
         return {"pid": pid, "db": str(db), "damaged_bytes": 8192}
 
+    def alter_member_value(self, member: str, value: bytes, altered: bytes) -> dict[str, Any]:
+        """Stop the member and rewrite every stored copy of `value` in its backend database as
+        `altered`, in place: bbolt checksums only its meta pages, so the member opens the database
+        again and serves the altered value as if it had been written. Nothing changed when the
+        database holds no copy (not committed yet: etcd commits its backend every 100 ms)."""
+        if len(altered) != len(value) or altered == value:
+            raise ConfigError("an altered value must differ from the value and have its length")
+        name = self.member(member).name
+        pid = self.kill_member(name)
+        db = Path(self._flag(name, "data-dir")) / "member" / "snap" / "db"
+        data = db.read_bytes() if db.exists() else b""
+        copies = data.count(value)
+        if copies:
+            with open(db, "r+b") as f:
+                f.write(data.replace(value, altered))
+                f.flush()
+                os.fsync(f.fileno())
+        return {"pid": pid, "db": str(db), "copies": copies}
+
     def restore_members(self, snapshot: Path, etcdutl: Path) -> float:
         """Every member's data deleted and made again from `snapshot`, a new cluster of the same
         members (what etcd-druid does after a permanent quorum loss: no member's data is kept),
