@@ -20,16 +20,13 @@ $(STAMP): pyproject.toml
 	rm -rf $(VENV)/pip-tmp
 	@touch $@
 
-# kube-apiserver, controller manager, scheduler, kwok and etcd at pinned versions: found
-# (KUBEBUILDER_ASSETS, cache) or built once from pinned Go modules into ~/.cache/ha-harness/kube;
-# the Porcupine linearizability checker, the AWS cloud controller manager, kube-proxy and gardener's
-# machine-controller-manager, each built once from its pinned module.
+# Every Go program a run uses (harness/builds.py): etcd, kube-apiserver, controller manager,
+# scheduler and kwok at pinned versions (KUBEBUILDER_ASSETS, or built once from pinned Go modules
+# into ~/.cache/ha-harness), the Porcupine linearizability checker, kube-proxy, the AWS cloud
+# controller manager, gardener's machine-controller-manager and the power-loss filesystem, each
+# built once from its pinned module; each one's time printed.
 kube-binaries: setup
-	$(VENV)/bin/python -m harness.kube
-	$(VENV)/bin/python -m harness.validate.linearizability
-	$(VENV)/bin/python -m harness.kube.cloud_controller
-	$(VENV)/bin/python -m harness.kube.kube_proxy
-	$(VENV)/bin/python -m harness.kube.machine_controller
+	$(VENV)/bin/python -m harness.builds
 
 # etcd at every release harness.bugs needs (the buggy ones, some with gofail failpoints), built
 # once from pinned Go modules into ~/.cache/ha-harness/etcd; `make bugs` builds them on demand too.
@@ -39,9 +36,8 @@ etcd-builds: setup
 # Everything the suite, `make nightly` and `make bugs` build or download, into ~/.cache (the
 # harness's builds under ha-harness/, Go's build cache, pip's) and ~/go/pkg/mod: for CI runners that
 # keep those between jobs (docs/ci/). A warm cache makes each of these a lookup.
-prefetch: setup kube-binaries
-	$(VENV)/bin/python -m harness.etcd_builds --all
-	$(VENV)/bin/python -m harness.providers.local.powerloss_fs
+prefetch: setup
+	$(VENV)/bin/python -m harness.builds --all
 
 # The main job: GEP-20's zone outage on the reference control plane running for real on the
 # local seed, each zone in turn, under probes.
@@ -49,9 +45,12 @@ run: setup kube-binaries
 	$(VENV)/bin/harness run
 
 # The harness's own tests and every Gherkin feature but the @long ones (make nightly, make bugs), and
-# one must-fail scenario per feature file (make must-fail runs them all); JUnit for CI pipelines.
-test: setup kube-binaries
-	$(VENV)/bin/python -m pytest --junitxml=reports/junit.xml --harness-report -m "not long" $(PYTEST_ARGS)
+# the @short must-fail scenarios (make must-fail runs them all); JUnit for CI pipelines. The Go
+# programs build in the background meanwhile (reports/builds.log): the tests that need none run
+# first (pyproject.toml's testpaths), a test that needs one waits for its build.
+test: setup
+	$(VENV)/bin/python -m harness.builds --all --beside -- \
+		$(VENV)/bin/python -m pytest --junitxml=reports/junit.xml --harness-report -m "not long" $(PYTEST_ARGS)
 
 # Everything but the Kubernetes control plane tests (no Go build needed).
 test-fast: setup

@@ -342,8 +342,10 @@ def _build_one(
     started = time.monotonic()
     stepped(f"building {name} ...")
     ldflags = "-s -w" if name == "etcd" else _VERSION_LDFLAGS
+    # -trimpath as every other build of the harness's (gobuild.CachedProgram, etcd_builds): compiler
+    # flags are part of Go's cache keys, so kube-proxy and the etcd builds reuse what this compiled.
     gobuild.go_build(
-        go, ["-ldflags", ldflags, "-o", str(out_dir / name), package], module_dir, out_dir / f"{name}.build.log",
+        go, ["-trimpath", "-ldflags", ldflags, "-o", str(out_dir / name), package], module_dir, out_dir / f"{name}.build.log",
         f"{name} ({package})", stepped, heartbeat_s, niceness=10,
     )
     stepped(f"built {name} in {gobuild.format_duration(time.monotonic() - started)}")
