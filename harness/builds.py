@@ -86,10 +86,14 @@ def beside(command: Sequence[str], every: bool, log: Path) -> int:
         builds = subprocess.Popen([sys.executable, "-m", "harness.builds", *(("--all",) if every else ())],
                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_idle)
     _say(f"building in the background at idle priority while {command[0]} runs; their log: {log}")
+    child = subprocess.Popen(list(command))
     try:
-        status = subprocess.call(list(command))
-    except KeyboardInterrupt:
-        status = 130
+        while True:
+            try:  # an interrupt reaches the command too: it heals and tears down before it exits
+                status = child.wait()
+                break
+            except KeyboardInterrupt:
+                continue
     finally:
         if builds.poll() is None:
             _say(f"{command[0]} ended before the builds; stopping them (a later run finishes them)")

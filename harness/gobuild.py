@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import PrerequisiteError
-from harness.locks import held
+from harness.locks import held, holders
 
 Progress = Callable[[str], None]
 
@@ -74,9 +74,38 @@ def require_go(min_version: tuple[int, int], hint: str, what: str, module_dir: P
 
 @contextmanager
 def build_lock(lock_path: Path, what: str, progress: Progress, heartbeat_s: float) -> Iterator[None]:
-    """One build of `what` per cache across processes; a waiter says so every heartbeat_s."""
-    with held(lock_path, f"the build of {what}", progress, heartbeat_s):
+    """One build of `what` per cache across processes; a waiter says so every heartbeat_s, and
+    a build started at idle priority (harness.builds, beside the tests) that someone now waits
+    for runs at normal priority from then on: else the waiter's own processes (a seed kept up)
+    would starve the build it waits for."""
+    with held(lock_path, f"the build of {what}", progress, heartbeat_s,
+              waiting=lambda path: hurry(holders(path))):
         yield
+
+
+def hurry(pids: Sequence[int]) -> None:
+    """Every thread of these processes and of their descendants that runs at idle priority back
+    to normal (SCHED_OTHER); new compilers inherit it from the `go` that starts them."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    todo, seen = list(pids), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo += children.get(pid, [])
+        for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+            try:
+                if os.sched_getscheduler(int(task.name)) == os.SCHED_IDLE:
+                    os.sched_setscheduler(int(task.name), os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                continue  # gone, or not ours to change
 
 
 def go_build(

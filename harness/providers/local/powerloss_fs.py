@@ -122,14 +122,20 @@ def exited(pid: int) -> bool:
 
 
 _PF_EXITING = 0x4  # include/linux/sched.h: the task is in do_exit()
+_SIGKILL_BIT = 1 << (9 - 1)  # SIGKILL's bit in /proc/PID/status's SigPnd and ShdPnd
 
 
 def _is_exiting(pid: int) -> bool:
+    """In do_exit, a zombie, or with a SIGKILL pending: a SIGKILL cannot be blocked or caught, and
+    until the killed task is scheduled again (late on a busy machine) nothing else shows it."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if ":\t" in line)
     except (OSError, IndexError):
         return True
-    return fields[0] in ("Z", "X") or bool(int(fields[6]) & _PF_EXITING)
+    pending = int(status.get("SigPnd", "0"), 16) | int(status.get("ShdPnd", "0"), 16)
+    return fields[0] in ("Z", "X") or bool(int(fields[6]) & _PF_EXITING) or bool(pending & _SIGKILL_BIT)
 
 
 def _wait_exit(pid: int, timeout: float) -> bool:
