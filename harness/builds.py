@@ -86,8 +86,8 @@ def beside(command: Sequence[str], every: bool, log: Path) -> int:
         builds = subprocess.Popen([sys.executable, "-m", "harness.builds", *(("--all",) if every else ())],
                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_idle)
     _say(f"building in the background at idle priority while {command[0]} runs; their log: {log}")
-    child = subprocess.Popen(list(command))
     try:
+        child = subprocess.Popen(list(command))  # inside the try: a command that cannot start stops the builds too
         while True:
             try:  # an interrupt reaches the command too: it heals and tears down before it exits
                 status = child.wait()
@@ -131,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command:
         ap.error("--beside needs a command after it, e.g. --beside -- pytest")
     return beside(command, args.all, args.log)
+
 
 if __name__ == "__main__":
     sys.exit(main())
