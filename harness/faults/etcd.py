@@ -306,7 +306,11 @@ class MemberValueCorruption:
         return {"serves": data["altered"], "irreversible": True} if got == data["altered"].encode() else None
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
-        return None  # its data differs for good: an empty volume (replace_member) or a restore brings it back
+        """Its data differs for good (an empty volume, replace_member, or a restore brings it back in
+        line); an inject cut short between the stop and the start leaves it stopped: started again."""
+        assert isinstance(env, MemberProcesses)
+        if not env.member_running(target):
+            env.start_member(target)
 
 
 class MemberDiskFull:
