@@ -123,7 +123,7 @@ def main() -> None:
                   f"reconciler applied at +{healed * 1000:.0f} ms, first passing connect +{back[-1] * 1000:.0f} ms")
             time.sleep(0.3)
         prober.stop.set()
-        print(f"zone outage of zone-a by network ACL swap (scope {args.scope}), reconciler polling every 0.15 s:")
+        print(f"zone outage of zone-a by network ACL swap (scope {args.scope}), reconciler woken by each change:")
         print("  " + summary("apply_zone_outage -> first dropped packet", cut))
         print("  " + summary("heal_zone_outage -> first passing packet", back))
     finally:

@@ -370,6 +370,29 @@ def session_env(
         yield env
     finally:
         take_down(harness_provider)
+        pytestconfig.stash[_REPLACED] = None
+
+
+# The session's environment goes once no scenario after the current one can use it: a region and
+# its seed left running would load the machine under every test that follows (the local seed's
+# own tests bring up seeds of their own). Scenarios ask for it by running their steps, so any
+# pytest-bdd scenario counts as a user.
+_LAST_USER = pytest.StashKey[str | None]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    users = [i.nodeid for i in session.items
+             if {"session_env", "_pytest_bdd_example"} & set(getattr(i, "fixturenames", ()))]
+    session.config.stash[_LAST_USER] = users[-1] if users else None
+
+
+@pytest.hookimpl(trylast=True)  # after this item's own fixtures went
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if (nextitem is None or item.nodeid != item.config.stash.get(_LAST_USER, None)
+            or item.stash.get(_TRIES, 0) == 1):  # session end tears it down anyway; or a rerun follows
+        return
+    for fixturedef in item.session._fixturemanager.getfixturedefs("session_env", item) or ():
+        fixturedef.finish(item._request)  # type: ignore[attr-defined]  # its dependents first, as pytest does
 
 
 @pytest.fixture
@@ -441,7 +464,7 @@ for _name, _given in STEP_STATE.items():
     globals()[f"_missing_{_name}"] = _step_state(_name, _given)
 
 
-_REPLACED = pytest.StashKey[Environment]()
+_REPLACED = pytest.StashKey[Environment | None]()
 
 
 @pytest.fixture
@@ -451,7 +474,7 @@ def env(session_env: Environment, harness_provider: Provider, pytestconfig: pyte
     scenario's faults are healed, the session's local region is checked: a scenario that left it
     diverged (members that never reach one revision, or that differ in HashKV at it) fails with
     the evidence, and the region is replaced, so the next scenario starts on a sound one."""
-    current = pytestconfig.stash.get(_REPLACED, session_env)
+    current = pytestconfig.stash.get(_REPLACED, None) or session_env
     yield current
     if not isinstance(harness_provider, LocalRegion) or not isinstance(current, LocalEnvironment):
         return

@@ -220,6 +220,10 @@ def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, name
     assert outage.healed_at is not None, "nothing came back in this scenario"
     h, healed = probe.history, outage.healed_at
     target = av.highest_revision(h.samples, healed)
+    asked = [s for s in h.samples if s.kind in ("write", "status") and s.end <= healed]
+    judge.holds(target > 0, "a revision answered before the zone returned, for its member to catch up to",
+                seen={"requests": len(asked), "answered": sum(s.ok for s in asked),
+                      "last error": next((s.error for s in reversed(asked) if s.error), None)})
     for name in names:
         took = _await(lambda: av.catch_up_time(h.samples, name, healed, target), limit, f"{name} to catch up")
         timeline.mark("figure", f"catch-up time of {name}", value=took, unit="s")

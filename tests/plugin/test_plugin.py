@@ -239,6 +239,26 @@ Feature: diverged
     assert namespaces("pd") == []
 
 
+def test_the_sessions_region_goes_after_the_last_scenario_not_at_the_sessions_end(pytester: pytest.Pytester) -> None:
+    """Tests after the last scenario run on a machine without the region (a seed left running
+    would load them)."""
+    make_project(pytester, """
+Feature: first
+  Scenario: one
+    Given a healthy region with 3 etcd members spread over 3 zones
+    Then all is well
+""", "pg")
+    pytester.makepyfile(test_later="""
+from harness import netns
+
+def test_no_region_meanwhile():
+    assert [ns for ns in netns.list_netns() if ns.startswith("pg-")] == []
+""")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=2)
+    assert namespaces("pg") == []
+
+
 def test_a_then_step_that_cannot_judge_fails_where_a_given_step_skips(pytester: pytest.Pytester) -> None:
     make_project(pytester, """
 Feature: capabilities

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.providers.local.cloud_server import refuse_inactive_keys, signer
+import io
+from pathlib import Path
+
+from harness.providers.local.cloud_server import mark_changes, refuse_inactive_keys, signer
 
 DATE = "20250101T000000Z"
 
@@ -48,3 +51,22 @@ def test_the_signer_is_read_from_the_header_or_a_presigned_url() -> None:
     presigned = {"QUERY_STRING": f"X-Amz-Credential=AKIAY%2F20250101%2Feu-west-1%2Fsts%2Faws4_request&X-Amz-Date={DATE}"}
     assert signer(presigned) == ("AKIAY", "sts")
     assert signer({"QUERY_STRING": "Action=DescribeInstances"}) is None
+
+
+def test_a_request_that_may_change_ec2_or_elb_touches_the_changed_file(tmp_path: Path) -> None:
+    marker = tmp_path / "changed"
+    app = mark_changes(moto, str(marker))
+
+    def request(service: str, action: str) -> None:
+        body = f"Action={action}&Version=2016-11-15".encode()
+        environ = signed("AKIAON", service) | {"CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}
+        assert call(app, environ) == ("200 OK", b"<moto/>")
+
+    for service, action in (("ec2", "DescribeNetworkAcls"), ("elasticloadbalancing", "DescribeLoadBalancers"),
+                            ("ec2", "GetConsoleOutput"), ("iam", "UpdateAccessKey"), ("s3", "PutObject")):
+        request(service, action)
+    assert not marker.exists()
+    request("ec2", "ReplaceNetworkAclAssociation")
+    first = marker.stat().st_mtime_ns
+    request("elasticloadbalancing", "RegisterInstancesWithLoadBalancer")
+    assert marker.stat().st_mtime_ns > first

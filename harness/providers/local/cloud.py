@@ -71,6 +71,11 @@ def request_log_path(wd: Path) -> Path:
     return wd / "requests.jsonl"
 
 
+def changed_path(wd: Path) -> Path:
+    """Touched by the cloud after each request that may change what the reconciler applies."""
+    return wd / "changed"
+
+
 def requests_since(env: LocalEnvironment, since: float = 0.0) -> list[dict[str, Any]]:
     """The cloud's AWS requests answered at or after `since` (unix time), oldest first."""
     record = env.state.get("cloud")
@@ -173,7 +178,8 @@ def _start_moto(env: LocalEnvironment, wd: Path) -> str:
         port = _free_port(address)
         # moto's server behind a check that refuses Inactive access keys, as AWS does (cloud_server).
         popen, record = spawn("moto", [sys.executable, "-m", "harness.providers.local.cloud_server",
-                                       "-H", address, "-p", str(port), f"--request-log={request_log_path(wd)}"],
+                                       "-H", address, "-p", str(port), f"--request-log={request_log_path(wd)}",
+                                       f"--changed={changed_path(wd)}"],
                               log, child_env)
         _remember(env, "moto", record)
         endpoint = f"http://{address}:{port}"

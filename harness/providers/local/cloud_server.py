@@ -11,9 +11,12 @@ AWS cloud controller manager dereferences it. The same middleware gives it AWS's
 
 With `--request-log FILE` every AWS request is also written there as one JSON line when answered:
 {"t": unix time, "service", "action", "key": the access key id it was signed with, "status"}, what
-AWS CloudTrail would say of the calls (who changed a load balancer, how often).
+AWS CloudTrail would say of the calls (who changed a load balancer, how often). With `--changed
+FILE`, that file's modification time is set after each EC2 or ELB request that may change
+something (an action not named Describe*, Get* or List*), whoever made it: the reconciler looks
+at it to apply a change at once while polling slowly when nothing changes.
 
-    python -m harness.providers.local.cloud_server -H 127.0.0.1 -p PORT [--request-log FILE]
+    python -m harness.providers.local.cloud_server -H 127.0.0.1 -p PORT [--request-log FILE] [--changed FILE]
 """
 
 from __future__ import annotations
@@ -142,6 +145,26 @@ def log_requests(app: WsgiApp, path: str) -> WsgiApp:
     return middleware
 
 
+# What the reconciler applies: network ACLs and instances (EC2), classic load balancers (ELB).
+WATCHED_SERVICES = frozenset({"ec2", "elasticloadbalancing"})
+READ_ONLY_ACTIONS = ("Describe", "Get", "List")
+
+
+def mark_changes(app: WsgiApp, path: str) -> WsgiApp:
+    """`app`, touching `path` once it answered an EC2 or ELB request that may change something."""
+    def middleware(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        signed = signer(environ)
+        if signed is None or signed[1] not in WATCHED_SERVICES:
+            return app(environ, start_response)
+        body = _body(environ)
+        answer = app(environ, start_response)
+        if not action_of(environ, body).startswith(READ_ONLY_ACTIONS):
+            with open(path, "a"):  # an explicit time: the file system's own clock may tick coarser
+                os.utime(path, ns=(time.time_ns(), time.time_ns()))
+        return answer
+    return middleware
+
+
 def inactive_in_moto(key_id: str) -> bool:
     """Whether moto's IAM (of any account it holds) has `key_id` as a user's Inactive access key."""
     from moto.iam.models import iam_backends
@@ -160,6 +183,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("-H", "--host", default="127.0.0.1")
     p.add_argument("-p", "--port", type=int, required=True)
     p.add_argument("--request-log", default=None, help="write every AWS request answered to this file (JSON lines)")
+    p.add_argument("--changed", default=None, help="touch this file after each EC2 or ELB request that may change "
+                                                   "something")
     args = p.parse_args(argv)
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import run_simple
@@ -170,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     moto = DomainDispatcherApplication(create_backend_app)
     moto.debug = True  # type: ignore[attr-defined]
     app = default_health_checks(refuse_inactive_keys(moto, inactive_in_moto), moto_elb_backends)
+    if args.changed:
+        app = mark_changes(app, args.changed)
     if args.request_log:
         app = log_requests(app, args.request_log)
     run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
