@@ -6,7 +6,10 @@ what was expected and what was seen. Helpers hide themselves from tracebacks.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from harness.wait import Polled
 
 
 class ToleranceViolation(AssertionError):
@@ -46,6 +49,32 @@ def at_most(value: float | None, limit: float, what: str, seen: Any = None, harn
         resolved(value - limit, harness_stalled, what, f"expected at most {limit:.3f}s, measured {value:.3f}s", sampled)
         raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, measured {value:.3f}s; seen: {seen!r}")
     return value
+
+
+def within(polled: Polled[Any], what: str, show: Callable[[Any], str] = repr) -> float:
+    """A condition that held within `polled.limit` s of its start, judged from the reads that
+    awaited it (harness.wait.poll_within): held by the end of a read inside the limit, a pass; not
+    held at a read begun after it, or first held only after a "no" read begun after it, a
+    violation; first held between a "no" read begun inside the limit and a "yes" read that ended
+    after it (reads slowed or the harness stalled across the limit), Inconclusive. Returns the
+    seconds by which it held; `show` writes what the last read saw."""
+    __tracebackhide__ = True
+    limit, when = polled.limit, polled.first_held()
+    last = polled.reads[-1]
+    seen = last.error or show(last.value)
+    if when is None:
+        raise ToleranceViolation(f"{what}: expected within {limit:.3f}s, but not at a read begun "
+                                 f"{last.began - polled.start:.3f}s after the start; seen: {seen}")
+    earliest, latest = when
+    if latest <= limit:
+        return latest
+    if earliest >= limit:
+        raise ToleranceViolation(f"{what}: expected within {limit:.3f}s, but it first held between {earliest:.3f}s "
+                                 f"and {latest:.3f}s (a read begun at {earliest:.3f}s did not see it); "
+                                 f"seen: {seen}")
+    raise Inconclusive(f"{what}: inconclusive, expected within {limit:.3f}s: it first held between {earliest:.3f}s "
+                       f"(a read begun then did not see it) and {latest:.3f}s (a read that ended then did), and the "
+                       f"harness's reads could not place it on either side of the limit; seen: {seen}")
 
 
 def gap_at_most(gap: Any, limit: float, what: str, harness_stalled: float = 0.0, sampled: float = 0.0) -> float:

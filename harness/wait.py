@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Callable, TextIO, TypeVar
+from dataclasses import dataclass
+from typing import Callable, Generic, TextIO, TypeVar
 
 from harness.errors import HarnessError, WaitAbandoned, WaitTimeout
 
@@ -69,6 +70,69 @@ def first_within(observe: Callable[[], T | None], description: str, timeout: flo
         return wait_for(observe, lambda v: v is not None, description, timeout, interval)
     except WaitTimeout:
         return None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One read of a polled condition: when it began and ended (monotonic), what it saw, whether
+    that was what was awaited, and the error of a read that raised (it saw nothing)."""
+
+    began: float
+    ended: float
+    value: object
+    held: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Polled(Generic[T]):
+    """The reads of a condition awaited for `limit` s from `start`: up to the first that held, or
+    the first begun after the limit (the one that closes the window: a read begun before it
+    cannot say the condition was still false at the limit)."""
+
+    start: float
+    limit: float
+    reads: tuple[Reading, ...]
+
+    @property
+    def held(self) -> Reading | None:
+        return next((r for r in self.reads if r.held), None)
+
+    def first_held(self) -> tuple[float, float] | None:
+        """When the condition first held, as far as the reads place it, in seconds from the start:
+        after the last read that said no began (it saw "no" at some moment of that read), and by
+        the end of the first that said yes. None when none said yes."""
+        for i, r in enumerate(self.reads):
+            if r.held:
+                return (self.reads[i - 1].began - self.start if i else 0.0), r.ended - self.start
+        return None
+
+
+def poll_within(observe: Callable[[], T], done: Callable[[T], bool], description: str, limit: float,
+                interval: float = 0.05, progress_every: float = 5.0) -> Polled[T]:
+    """Read `observe()` until `done` holds for what it saw or a read begun after `limit` s said
+    no, every read recorded (for harness.judge.within: when it first held, how closely the reads
+    could place that). Exceptions from `observe` are reads that did not hold."""
+    start = time.monotonic()
+    deadline, next_report = start + limit, start + progress_every
+    reads: list[Reading] = []
+    while True:
+        began = time.monotonic()
+        value: object = None
+        try:
+            value = observe()
+            held, error = bool(done(value)), None  # type: ignore[arg-type]
+        except Exception as e:  # a failed read is a read that did not see it
+            held, error = False, f"{type(e).__name__}: {e}"
+        now = time.monotonic()
+        reads.append(Reading(began, now, value, held, error))
+        if held or began >= deadline:
+            return Polled(start, limit, tuple(reads))
+        if now >= next_report:
+            print(f"[harness] waiting for {description}: {now - start:.0f}s of {limit:.0f}s; last: {error or value!r}"[:300],
+                  file=sys.stderr)
+            next_report = now + progress_every
+        time.sleep(min(interval, max(0.0, deadline - now)))
 
 
 def bounded(fn: Callable[[], T], timeout: float, what: str, error: type[HarnessError] = WaitTimeout,

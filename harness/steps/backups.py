@@ -18,7 +18,7 @@ from harness.steps.faults import apply_faults
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
-from harness.wait import first_within, wait_for
+from harness.wait import first_within, poll_within, wait_for
 
 
 @given(parsers.parse("a fresh region with {members:d} etcd members spread over {zones:d} zones, backed up with a delta "
@@ -175,15 +175,11 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, timeline: Timeline, limit: fl
     """The store's newest revision reaches the revision of the last write acknowledged so far."""
     acked = max((s.revision or 0 for s in probe.history.samples if s.kind == "write" and s.ok), default=0)
     store = _backups(etcd).backup_store()
-    began = timeline.now()
-
-    def held() -> float | None:
-        return timeline.now() - began if store.latest_revision() >= acked else None
-
-    took = first_within(held, f"the backup store at revision {acked}", limit + 0.5)
-    timeline.mark("figure", f"time until the backups hold revision {acked}", value=took, unit="s")
-    judge.at_most(took, limit, f"time until the backups held revision {acked}",
-                  seen=f"the store's newest revision: {store.latest_revision()}")
+    polled = poll_within(store.latest_revision, lambda newest: newest >= acked, f"the backup store at revision {acked}",
+                         limit)
+    when = polled.first_held()
+    timeline.mark("figure", f"time until the backups hold revision {acked}", value=when and when[1], unit="s")
+    judge.within(polled, f"the backups holding revision {acked}", show=lambda newest: f"the store's newest revision: {newest}")
 
 
 # -- DEP-05's operator tasks -----------------------------------------------------------------------

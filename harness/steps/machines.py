@@ -17,7 +17,7 @@ from harness.kube import machine_controller as mc
 from harness.providers.base import Environment, MachineControllers, Seed
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
-from harness.wait import first_within
+from harness.wait import poll_within
 
 PHASES = ("Pending", "Available", "Running", "Unknown", "Failed", "Terminating", "CrashLoopBackOff")
 
@@ -58,10 +58,10 @@ def _(env: Environment, outage: Outage, timeline: Timeline, limit: float, zone: 
         found = _of_nodes(env, zone)
         return [f"{m['name']} {m['phase'] or 'new'}" for m in found if m["phase"] != phase] or ([] if found else ["none"])
 
-    first_within(lambda: True if not others() else None, f"the machines of {zone}'s nodes {phase}", limit)
+    polled = poll_within(others, lambda left: not left, f"the machines of {zone}'s nodes {phase}", limit)
     timeline.mark("figure", f"machines of {zone}'s nodes {phase}, after the outage", unit="s",
                   value=round(timeline.now() - outage.start, 2))
-    judge.none_of(others(), f"machines of {zone}'s nodes not {phase} after {limit:g} s")
+    judge.within(polled, f"every machine of {zone}'s nodes {phase}", show=lambda left: f"not {phase}: {left}")
 
 
 @when(parsers.re(r'zone "(?P<zone>[^"]+)" is asked for (?P<count>\d+) more machines?, as the cluster autoscaler does '
@@ -91,12 +91,12 @@ def _(env: Environment, outage: Outage, timeline: Timeline, limit: float, zone: 
     def new() -> list[dict[str, Any]]:
         return [m for m in _controllers(env).machines() if m["zone"] == z and m["name"] not in nodes]
 
-    first_within(lambda: True if any(m["phase"] == phase for m in new()) else None, f"a new machine of {zone} {phase}",
-                 limit)
+    polled = poll_within(new, lambda made: any(m["phase"] == phase for m in made), f"a new machine of {zone} {phase}",
+                         limit)
     timeline.mark("figure", f"a new machine of {zone} {phase}, after the outage", unit="s",
                   value=round(timeline.now() - outage.start, 2))
-    judge.holds(any(m["phase"] == phase for m in new()), f"a new machine of {zone} {phase} within {limit:g} s",
-                seen=[f"{m['name']} {m['phase'] or 'new'}" for m in new()])
+    judge.within(polled, f"a new machine of {zone} {phase}",
+                 show=lambda made: str([f"{m['name']} {m['phase'] or 'new'}" for m in made]))
 
 
 @then(parsers.parse('the machines of every zone but "{zone}" are Running'))

@@ -16,7 +16,7 @@ from harness.reference.components import component
 from harness.reference.render import ReferenceSpec
 from harness.steps.region import zone_names
 from harness.steps.scenario import Shoot
-from harness.wait import first_within
+from harness.wait import poll_within
 
 
 def _pods(shoot: Shoot, name: str) -> list[placement.PodPlacement]:
@@ -152,10 +152,9 @@ def _(shoot: Shoot, datatable: list[list[str]], limit: float) -> None:
     """As `the pods of the shoot control plane are` (the same states), the first time within the limit."""
     expected = _table_rows(datatable)
     names = {c for c, _, _ in expected}
-    found = first_within(lambda: True if _pods_by_row(shoot, names)[0] == expected else None, "the expected pods", limit)
-    seen, pods = _pods_by_row(shoot, names)
-    judge.holds(found is not None, f"pods by component, zone and phase as expected within {limit:g} s; "
-                f"expected {dict(expected)}, last seen {dict(seen)}\n" + placement.table(pods))
+    polled = poll_within(lambda: _pods_by_row(shoot, names), lambda got: got[0] == expected, "the expected pods", limit)
+    judge.within(polled, "pods by component, zone and phase as expected",
+                 show=lambda got: f"{dict(got[0])}, expected {dict(expected)}\n{placement.table(got[1])}")
 
 
 @then(parsers.parse('within {limit:g} s every node of host "{host}" is NotReady'))
@@ -165,8 +164,8 @@ def _(env: Environment, seed: Seed, limit: float, host: str) -> None:
     def still_ready() -> list[str]:
         return [v.name for v in cluster.node_views(cluster.connect(seed.kube)) if v.name in names and v.ready]
 
-    first_within(lambda: True if not still_ready() else None, f"the nodes of {host} to turn NotReady", limit)
-    judge.none_of(still_ready(), f"nodes of host {host} still Ready after {limit:g} s")
+    polled = poll_within(still_ready, lambda ready: not ready, f"the nodes of {host} to turn NotReady", limit)
+    judge.within(polled, f"every node of host {host} NotReady", show=lambda ready: f"still Ready: {ready}")
 
 
 @then(parsers.parse("within {limit:g} s {count:d} {name} members are not Ready"))
@@ -175,15 +174,18 @@ def _(shoot: Shoot, limit: float, count: int, name: str) -> None:
         pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
         return [p.name for p in pods if p.component == name and (not p.ready or p.deleting)]
 
-    first_within(lambda: True if len(unready()) == count else None, f"{count} {name} members not Ready", limit)
-    judge.equal(len(unready()), count, f"{name} members not Ready after {limit:g} s ({unready()})")
+    polled = poll_within(unready, lambda found: len(found) == count, f"{count} {name} members not Ready", limit)
+    judge.within(polled, f"{count} {name} members not Ready", show=lambda found: f"not Ready: {found}")
 
 
 @then(parsers.parse('within {limit:g} s all {count:d} {name} replicas are Running outside zone "{zone}"'))
 def _(shoot: Shoot, limit: float, count: int, name: str, zone: str) -> None:
-    def outside() -> list[placement.PodPlacement]:
-        return [p for p in _pods(shoot, name) if p.serving and p.zone not in (None, zone)]
+    def pods() -> list[placement.PodPlacement]:
+        return _pods(shoot, name)
 
-    first_within(lambda: True if len(outside()) == count else None, f"{count} {name} replicas outside {zone}", limit)
-    judge.equal(len(outside()), count, f"{name} replicas Running and ready outside {zone} after {limit:g} s\n"
-                + placement.table(_pods(shoot, name)))
+    def outside(found: list[placement.PodPlacement]) -> int:
+        return sum(1 for p in found if p.serving and p.zone not in (None, zone))
+
+    polled = poll_within(pods, lambda found: outside(found) == count, f"{count} {name} replicas outside {zone}", limit)
+    judge.within(polled, f"{count} {name} replicas Running and ready outside {zone}",
+                 show=lambda found: f"{outside(found)} of them\n{placement.table(found)}")

@@ -20,7 +20,7 @@ from harness.steps.scenario import Outage, Shoot
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate.history import lost_writes
-from harness.wait import first_within
+from harness.wait import first_within, poll_within
 
 
 @given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real'),
@@ -110,8 +110,9 @@ def _(shoot: Shoot, outage: Outage, limit: float, name: str) -> None:
         pods = placement.of(placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace), component(name).name)
         return [p.name for p in pods if p.node in failed]
 
-    first_within(lambda: True if not still_there() else None, f"{name} members to leave {', '.join(failed)}", limit)
-    judge.none_of(still_there(), f"{name} members still bound to {', '.join(sorted(failed))} after {limit:g} s")
+    polled = poll_within(still_there, lambda there: not there, f"{name} members to leave {', '.join(failed)}", limit)
+    judge.within(polled, f"no {name} member bound to {', '.join(sorted(failed))}",
+                 show=lambda there: f"still bound there: {there}")
 
 
 @then(parsers.parse('within {limit:g} s the nodes of zone "{zone}" are NotReady and tainted unreachable'))
@@ -122,8 +123,9 @@ def _(env: Environment, seed: Seed, limit: float, zone: str) -> None:
         views = [v for v in cluster.node_views(cluster.connect(seed.kube)) if v.name in names]
         return [v.name for v in views if v.ready or not any(t.startswith("node.kubernetes.io/unreachable") for t in v.taints)]
 
-    first_within(lambda: True if not healthy_ones() else None, f"the nodes of {zone} NotReady and tainted", limit)
-    judge.none_of(healthy_ones(), f"nodes of {zone} still Ready or not tainted unreachable after {limit:g} s")
+    polled = poll_within(healthy_ones, lambda healthy: not healthy, f"the nodes of {zone} NotReady and tainted", limit)
+    judge.within(polled, f"every node of {zone} NotReady and tainted unreachable",
+                 show=lambda healthy: f"still Ready or not tainted unreachable: {healthy}")
 
 
 @then(parsers.parse("within {limit:g} s every pod of the shoot control plane is Running"))
@@ -132,8 +134,9 @@ def _(shoot: Shoot, limit: float) -> None:
         pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
         return [f"{p.name}: {p.state}" for p in pods if not p.serving]
 
-    first_within(lambda: True if not not_running() else None, "every pod Running and ready", limit)
-    judge.none_of(not_running(), f"pods not Running and ready after {limit:g} s")
+    polled = poll_within(not_running, lambda pods: not pods, "every pod Running and ready", limit)
+    judge.within(polled, "every pod of the shoot control plane Running and ready",
+                 show=lambda pods: f"not Running and ready: {pods}")
 
 
 @then(parsers.re(r"(?P<name>etcd-[a-z]+) keeps quorum with (?P<count>\d+) members"))

@@ -35,7 +35,7 @@ Feature: False statements about backups and the recovery from them, judged on re
     Then the writes lost are only those after the last delta snapshot, at most 60 s of them
 
   Scenario: Backups are said to hold every acknowledged write while the store is still unreachable
-    Fails with: time until the backups held revision
+    Fails with: the backups holding revision
     Given a fresh region with 3 etcd members spread over 3 zones, backed up with a delta snapshot every 1 s
     And write and read probes run every 10 ms from a client in zone "zone-a"
     When the backup store is unreachable from every zone

@@ -65,7 +65,7 @@ Feature: False statements about where the real scheduler put the reference contr
       | etcd-main | zone-b | Running |
 
   Scenario: Within 5 s a member is Pending although nothing happened
-    Fails with: pods by component, zone and phase as expected within 5 s
+    Fails with: pods by component, zone and phase as expected: expected within 5.000s
     Given the reference control plane with failure tolerance "zone" in the gep20 form
     Then within 5 s the pods of the shoot control plane are
       | component | zone   | phase   |
@@ -74,18 +74,18 @@ Feature: False statements about where the real scheduler put the reference contr
       | etcd-main | -      | Pending |
 
   Scenario: A host's nodes turn NotReady although it never went down (seed 004)
-    Fails with: nodes of host zone-a-h1 still Ready after 5 s
+    Fails with: every node of host zone-a-h1 NotReady: expected within 5.000s
     Given a fresh seed with 3 nodes per zone on 2 hosts per zone
     And the reference control plane with failure tolerance "node" in the gep20 form
     Then within 5 s every node of host "zone-a-h1" is NotReady
 
   Scenario: Two members turn not Ready although nothing happened
-    Fails with: etcd-main members not Ready after 5 s
+    Fails with: 2 etcd-main members not Ready: expected within 5.000s
     Given the reference control plane with failure tolerance "zone" in the gep20 form
     Then within 5 s 2 etcd-main members are not Ready
 
   Scenario: Every API server runs outside a zone nobody drained
-    Fails with: kube-apiserver replicas Running and ready outside zone-a after 5 s
+    Fails with: 3 kube-apiserver replicas Running and ready outside zone-a: expected within 5.000s
     Given the reference control plane with failure tolerance "zone" in the gep20 form
     Then within 5 s all 3 kube-apiserver replicas are Running outside zone "zone-a"
 
