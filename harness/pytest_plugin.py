@@ -725,8 +725,9 @@ class Probes:
         self.running: list[Any] = []
         self.histories: list[ProbeHistory] = []
 
-    def start(self, etcd: EtcdMembers, via_zone: str, interval: float, value_size: int = 0) -> AvailabilityProbe:
-        return self.add(AvailabilityProbe(etcd, self.timeline, via_zone, interval, value_size).start())
+    def start(self, etcd: EtcdMembers, via_zone: str, interval: float, value_size: int = 0,
+              timeout: float | None = None) -> AvailabilityProbe:
+        return self.add(AvailabilityProbe(etcd, self.timeline, via_zone, interval, value_size, timeout).start())
 
     def add(self, probe: Any) -> Any:
         """Keep a started probe (anything with stop() -> history, or None when its samples are

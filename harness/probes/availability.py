@@ -97,7 +97,7 @@ def recorded_path(data: dict[str, Any]) -> str:
 
 class AvailabilityProbe:
     def __init__(self, env: EtcdCluster, timeline: Timeline, via_zone: str, interval: float = 0.010,
-                 value_size: int = 0) -> None:
+                 value_size: int = 0, timeout: float | None = None) -> None:
         if not 0 < interval <= MAX_INTERVAL:
             raise ConfigError(f"probe interval must be in (0, {MAX_INTERVAL}] s, got {interval}")
         self.env = env
@@ -106,7 +106,11 @@ class AvailabilityProbe:
         env.client_netns(self.via_zone)  # no vantage point there: said here, not in a probe thread
         self.interval = interval
         self.value_size = value_size  # bytes each write's value is padded to: large ones span many packets
-        self.timeout = env.config.timeouts.probe_request
+        # Each request's patience ([timeouts] probe_request unless the scenario gives its own): a
+        # request slower than this fails, and the writer moves on to another member.
+        self.timeout = env.config.timeouts.probe_request if timeout is None else timeout
+        if not 0 < self.timeout <= 30:
+            raise ConfigError(f"probe request timeout must be in (0, 30] s, got {self.timeout}")
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         ids = {}

@@ -166,6 +166,14 @@ def _(probes, etcd: EtcdCluster, zone: str, ms: int) -> AvailabilityProbe:
     return probes.start(etcd, etcd.zone(zone), ms / 1000)
 
 
+@given(parsers.parse('write and read probes run every {ms:d} ms from a client in zone "{zone}", each request given '
+                     '{seconds:g} s'), target_fixture="probe")
+def _(probes, etcd: EtcdCluster, zone: str, ms: int, seconds: float) -> AvailabilityProbe:
+    """For faults that make etcd slower, not unavailable: a request slower than [timeouts]
+    probe_request would count as failed, and the gap it opens would be the probe's."""
+    return probes.start(etcd, etcd.zone(zone), ms / 1000, timeout=seconds)
+
+
 @given(parsers.parse("each member's health is checked every {ms:d} ms, as its readiness probe does"))
 def _(probe: AvailabilityProbe, ms: int) -> None:
     probe.check_health(ms / 1000)
