@@ -180,12 +180,10 @@ def _(shoot: Shoot, limit: float, count: int, name: str) -> None:
 
 @then(parsers.parse('within {limit:g} s all {count:d} {name} replicas are Running outside zone "{zone}"'))
 def _(shoot: Shoot, limit: float, count: int, name: str, zone: str) -> None:
-    def pods() -> list[placement.PodPlacement]:
-        return _pods(shoot, name)
-
     def outside(found: list[placement.PodPlacement]) -> int:
         return sum(1 for p in found if p.serving and p.zone not in (None, zone))
 
-    polled = poll_within(pods, lambda found: outside(found) == count, f"{count} {name} replicas outside {zone}", limit)
+    polled = poll_within(lambda: _pods(shoot, name), lambda found: outside(found) == count,
+                         f"{count} {name} replicas outside {zone}", limit)
     judge.within(polled, f"{count} {name} replicas Running and ready outside {zone}",
                  show=lambda found: f"{outside(found)} of them\n{placement.table(found)}")
