@@ -109,11 +109,12 @@ class Polled(Generic[T]):
 
 
 def poll_within(observe: Callable[[], T], done: Callable[[T], bool], description: str, limit: float,
-                interval: float = 0.05, progress_every: float = 5.0) -> Polled[T]:
+                interval: float = 0.05, progress_every: float = 5.0, start: float | None = None) -> Polled[T]:
     """Read `observe()` until `done` holds for what it saw or a read begun after `limit` s said
     no, every read recorded (for harness.judge.within: when it first held, how closely the reads
-    could place that). Exceptions from `observe` are reads that did not hold."""
-    start = time.monotonic()
+    could place that). Exceptions from `observe` are reads that did not hold. `start`: the
+    monotonic time the limit counts from (a fault's effect, a request sent), default now."""
+    start = time.monotonic() if start is None else start
     deadline, next_report = start + limit, start + progress_every
     reads: list[Reading] = []
     while True:

@@ -22,6 +22,9 @@ from harness import netns
 from harness.timeline import Timeline
 
 INTERVAL = 0.5  # s between the lines sent on each connection
+# The loop looks at least every 0.1 s; a look this much later than the one before is a stall of the
+# harness: an end or an echo seen then may have come that much earlier.
+STALL_S = 0.25
 CONNECT_TIMEOUT_S = 5.0
 EVENT = "connection"
 
@@ -36,13 +39,19 @@ class Connection:
     ended: float | None = None
     how: str | None = None  # reset, closed, error: ...
     buffer: bytes = b""
+    ended_after: float | None = None  # the probe's look before the one that saw the end: it came after
 
     def silences(self, start: float, end: float) -> float:
         """The longest stretch within [start, end] without an echo, the open one up to `end`
         (or up to the connection's end) included."""
+        a, b = self.longest_silence(start, end)
+        return b - a
+
+    def longest_silence(self, start: float, end: float) -> tuple[float, float]:
+        """Where that stretch lies: (its start, its end)."""
         stop = min(end, self.ended) if self.ended is not None else end
         times = [start] + [t for t in self.answers if start < t <= stop] + [stop]
-        return max((b - a for a, b in zip(times, times[1:])), default=0.0)
+        return max(zip(times, times[1:]), key=lambda ab: ab[1] - ab[0], default=(start, start))
 
 
 def _open(address: str, port: int, namespace: str | None) -> socket.socket:
@@ -72,6 +81,7 @@ class ConnectionProbe:
                  interval: float = INTERVAL) -> None:
         self.endpoint, self.count, self.timeline, self.service, self.interval = endpoint, count, timeline, service, interval
         self.connections: list[Connection] = []
+        self.stalls: list[tuple[float, float]] = []  # (last look, late look) timeline times
         self._socks: dict[int, socket.socket] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -103,12 +113,17 @@ class ConnectionProbe:
 
     def snapshot(self) -> list[Connection]:
         with self._lock:
-            return [Connection(c.index, c.opened, c.pod, c.peer, list(c.answers), c.ended, c.how)
-                    for c in self.connections]
+            return [Connection(c.index, c.opened, c.pod, c.peer, list(c.answers), c.ended, c.how,
+                               ended_after=c.ended_after) for c in self.connections]
 
-    def _end(self, conn: Connection, how: str) -> None:
+    def stalled(self, start: float, end: float) -> float:
+        """Seconds of [start, end] in which the probe's loop could not look (see STALL_S)."""
         with self._lock:
-            conn.ended, conn.how = self.timeline.now(), how
+            return sum(max(0.0, min(end, b) - max(start, a)) for a, b in self.stalls)
+
+    def _end(self, conn: Connection, how: str, after: float) -> None:
+        with self._lock:
+            conn.ended, conn.how, conn.ended_after = self.timeline.now(), how, after
         self._socks.pop(conn.index).close()
         self.timeline.mark(EVENT, f"{self.service} #{conn.index} ended: {how}", pod=conn.pod, peer=conn.peer)
 
@@ -116,7 +131,7 @@ class ConnectionProbe:
         selector = selectors.DefaultSelector()
         for i, sock in self._socks.items():
             selector.register(sock, selectors.EVENT_READ, self.connections[i])
-        next_send = self.timeline.now()
+        next_send = looked = self.timeline.now()
         while not self._stop.is_set() and self._socks:
             if self.timeline.now() >= next_send:
                 for conn in [c for c in self.connections if c.index in self._socks]:
@@ -126,12 +141,17 @@ class ConnectionProbe:
                         pass  # the send buffer is full: the peer stopped reading, the silence shows it
                     except ConnectionResetError:
                         selector.unregister(self._socks[conn.index])
-                        self._end(conn, "reset")
+                        self._end(conn, "reset", looked)
                     except OSError as e:
                         selector.unregister(self._socks[conn.index])
-                        self._end(conn, f"error: {e}")
+                        self._end(conn, f"error: {e}", looked)
                 next_send += self.interval
-            for key, _ in selector.select(timeout=max(0.0, min(0.1, next_send - self.timeline.now()))):
+            events = selector.select(timeout=max(0.0, min(0.1, next_send - self.timeline.now())))
+            now = self.timeline.now()
+            if now - looked > STALL_S:
+                with self._lock:
+                    self.stalls.append((looked, now))
+            for key, _ in events:
                 conn: Connection = key.data
                 try:
                     data = key.fileobj.recv(65536)  # type: ignore[union-attr]
@@ -145,14 +165,14 @@ class ConnectionProbe:
                     how = "closed"
                 if not data:
                     selector.unregister(key.fileobj)
-                    self._end(conn, how)
+                    self._end(conn, how, looked)
                     continue
-                now = self.timeline.now()
                 with self._lock:
                     conn.buffer += data
                     while b"\n" in conn.buffer:
                         _, _, conn.buffer = conn.buffer.partition(b"\n")
                         conn.answers.append(now)
+            looked = now
         selector.close()
 
 

@@ -27,6 +27,7 @@ class NodeSetSample:
     wall: float  # unix time of the same moment (the cloud's request log is in those)
     nodes: tuple[str, ...] | None  # None: the Service has no load balancer
     error: str | None = None  # the read failed: what it said
+    ended: float = 0.0  # timeline time the read returned: what it saw held at some moment in [t, ended]
 
 
 class NodeSetProbe:
@@ -69,9 +70,10 @@ class NodeSetProbe:
             began, wall = self.timeline.now(), time.time()
             try:
                 found = self.read()
-                sample = NodeSetSample(began, wall, tuple(found) if found is not None else None)
+                sample = NodeSetSample(began, wall, tuple(found) if found is not None else None,
+                                       ended=self.timeline.now())
             except Exception as e:  # a read that failed is an observation too
-                sample = NodeSetSample(began, wall, None, f"{type(e).__name__}: {e}")
+                sample = NodeSetSample(began, wall, None, f"{type(e).__name__}: {e}", self.timeline.now())
             with self._lock:
                 self.samples.append(sample)
             seen = sample.error or sample.nodes

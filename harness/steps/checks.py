@@ -20,7 +20,7 @@ from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate import leadership as lead
 from harness.validate.history import lost_writes, seqs_from_keys
-from harness.wait import first_within
+from harness.wait import first_within, poll_within
 
 T = TypeVar("T")
 # How long after a window's end a member's first status report still counts as its state at the
@@ -84,13 +84,13 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float
 def write_p99(probe: AvailabilityProbe | Any, outage: Outage, timeline: Timeline, what: str, how: str) -> av.Latency:
     """The p99 write latency of `probe` (an etcd or a shoot API probe) during the outage, on the
     timeline as a figure; judged only once every write begun in the window has ended. `how` the
-    bound ("under", "at least") picks the end of the effect's bracket that cannot flatter it: a
-    write begun before the effect was seen may not have felt the fault."""
+    bound ("under", "at least") picks the end of the effect's bracket that cannot flatter it
+    (validate.availability.write_p99_bounded)."""
     end = outage.healed_at or timeline.now()
     wait = end + probe.timeout + 0.05 - timeline.now()
     if wait > 0:
         time.sleep(wait)
-    p99 = av.write_latency(probe.history.samples, outage.effect_seen if how == "under" else outage.start, end, 0.99)
+    p99 = av.write_p99_bounded(probe.history.samples, outage.start, outage.effect_seen, end, how)
     timeline.mark("figure", f"{what} p99 during the outage", value=None if p99.value == float("inf") else
                   round(p99.value * 1000, 1), unit="ms", writes=p99.writes, failed=p99.failed)
     judge.holds(p99.writes > 0, f"{what}: writes were probed during the outage", seen=p99.writes)
@@ -336,11 +336,11 @@ def _(env, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str, l
     if not isinstance(env, MemberProcesses):
         raise CapabilityMissing("this environment cannot tell whether a member's process runs")
     name = etcd.member(member).name
-    stopped = first_within(lambda: None if env.member_running(name) else timeline.now(), f"{name} stopped",
-                           max(0.0, outage.start + limit + 0.5 - timeline.now()))
-    after = None if stopped is None else stopped - outage.start
-    timeline.mark("figure", f"{name} stopped after the outage's effect", value=after, unit="s")
-    judge.at_most(after, limit, f"time until {name} stopped", "it still ran")
+    polled = poll_within(lambda: env.member_running(name), lambda running: not running, f"{name} stopped", limit,
+                         start=timeline.base + outage.start)
+    when = polled.first_held()
+    timeline.mark("figure", f"{name} stopped after the outage's effect", value=when[1] if when else None, unit="s")
+    judge.within(polled, f"time until {name} stopped", show=lambda running: "it still ran" if running else "stopped")
 
 
 @then("all members end with equal HashKV")

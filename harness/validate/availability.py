@@ -142,6 +142,20 @@ def write_latency(samples: Iterable[Sample], start: float, end: float, quantile:
     return Latency(quantile, slowest[rank - 1], len(begun), failed, fastest[rank - 1], unstalled[rank - 1])
 
 
+def write_p99_bounded(samples: Iterable[Sample], start: float, seen: float, end: float, how: str) -> Latency:
+    """The p99 write latency a bound `how` ("under" or "at least") is judged on, over the writes
+    begun from the fault's effect to `end`. The effect lies between `start` (the earliest it may
+    have taken effect) and `seen` (the latest); a write begun in between may or may not have felt
+    it, so each bound reads the window that cannot flatter it: "under" the higher p99, "at least"
+    the lower measured one. So the two can never both hold on one run."""
+    if how not in ("under", "at least"):
+        raise ValueError(f'a p99 bound is "under" or "at least", got {how!r}')
+    samples = list(samples)
+    both = [write_latency(samples, s, end, 0.99) for s in sorted({start, seen})]
+    both = [p for p in both if p.writes] or both[:1]
+    return max(both, key=lambda p: p.value) if how == "under" else min(both, key=lambda p: p.low)
+
+
 @dataclass(frozen=True)
 class WritesLost:
     """Acknowledged writes a store no longer holds (a restore's RPO)."""

@@ -35,6 +35,7 @@ class Window:
     end: float
     leader_id: int
     term_before: int
+    seen: float | None = None  # the latest the first fault took effect (when it was first seen)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,10 @@ def claims(samples: list[Sample], history: ProbeHistory, w: Window) -> dict[str,
     new = lead.new_leader(samples, w.start, w.leader_id, w.term_before)
     gone = lead.deposed(samples, w.start, w.end, leader, w.leader_id, w.term_before)
     half = (w.end - w.start) / 2
+    seen = w.start if w.seen is None else w.seen
+    under = av.write_p99_bounded(samples, w.start, seen, w.end, "under")
+    low = av.write_p99_bounded(samples, w.start, seen, w.end, "at least").low
+    x = f"X = {low * 1000:.1f} ms"
     gap = av.longest_write_gap(samples, w.start, w.end)
     acked, failed = av.writes_failed_between(samples, w.start, w.end)
     return {
@@ -65,6 +70,9 @@ def claims(samples: list[Sample], history: ProbeHistory, w: Window) -> dict[str,
         "at least 1 leader election happens": (found.at_least >= 1, found.describe()),
         "the leadership moves at most 0 times": (found.at_most == 0, found.describe()),
         "the etcd leader is deposed": (gone is not None, f"{gone.member} in term {gone.term}" if gone else "not seen"),
+        # X, the highest bound "at least" passes on (its lower measured p99): "under X" must fail.
+        "the write p99 is at least X ms": (0.0 < low < float("inf"), x),
+        "the write p99 is under X ms": (under.value < low, f"{x}; {under.describe()}"),
     }
 
 
@@ -77,6 +85,7 @@ CONTRARY = (
     ("the leadership moves at most 0 times", "at least 1 leader election happens"),
     ("the leadership moves at most 0 times", "a new leader is elected"),
     ("writes resume within half the window", "no write is acknowledged in the window"),
+    ("the write p99 is at least X ms", "the write p99 is under X ms"),
 )
 
 
@@ -103,7 +112,8 @@ def window_of(run: dict[str, Any]) -> Window | None:
     first = faults[0]["data"]
     start = float(first.get("effective_after", first.get("changing_from", faults[0]["start"])))
     return Window(start, max(float(h) for h in healed), int(next(iter(leaders))),
-                  max(int(s.get("term", 0)) for s in statuses))
+                  max(int(s.get("term", 0)) for s in statuses),
+                  float(first.get("effective_at", first.get("injected_at", start))))
 
 
 def check_run(run: dict[str, Any]) -> list[Contradiction]:

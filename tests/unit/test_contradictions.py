@@ -70,7 +70,7 @@ def test_a_recorded_run_is_judged_from_its_fault_window(tmp_path: Path) -> None:
         "histories": [{"prefix": "/p/", "via_zone": "zone-a", "member_ids": {str(k): v for k, v in IDS.items()},
                        "path": "etcd", "members": list(IDS.values()), "fields": FIELDS,
                        "samples": [[getattr(s, f) for f in FIELDS] for s in samples]}]}
-    assert contra.window_of(run) == WINDOW
+    assert contra.window_of(run) == contra.Window(start=1.0, end=3.0, leader_id=1, term_before=2, seen=1.05)
     assert contra.check_run(run) == []
     path = tmp_path / "run.json"
     path.write_text(json.dumps(run))
@@ -103,3 +103,26 @@ def test_a_gap_validator_that_closes_a_gap_early_is_caught(monkeypatch: pytest.M
     monkeypatch.setattr(av, "longest_write_gap", lambda s, start, end: av.Gap(start, start + 0.5))
     found = contra.contradictions(samples, history(samples), WINDOW)
     assert [c.claims for c in found] == [("writes resume within half the window", "no write is acknowledged in the window")]
+
+
+def slow_before_seen_run() -> list[Sample]:
+    """Writes every 10 ms; those begun while the fault's effect was not yet seen (1.0-1.5 s) took
+    300 ms, every other one 5 ms: the p99 over the window depends on where it starts."""
+    return kept_run() + [Sample("write", "m0", t / 100, t / 100 + (0.3 if 100 <= t < 150 else 0.005), True,
+                                seq=t) for t in range(0, 400)]
+
+
+def test_p99_under_and_at_least_never_both_hold_across_the_effects_bracket(monkeypatch: pytest.MonkeyPatch) -> None:
+    samples, window = slow_before_seen_run(), contra.Window(start=1.0, end=3.0, leader_id=1, term_before=2, seen=1.5)
+    held = contra.claims(samples, history(samples), window)
+    assert held["the write p99 is at least X ms"] == (True, "X = 5.0 ms")
+    assert not held["the write p99 is under X ms"][0]
+    assert contra.contradictions(samples, history(samples), window) == []
+    # Each bound read at one end of the bracket only ("under" from the effect seen, "at least" from
+    # the earliest effect), as the steps once did: both pass at X = 300 ms.
+    from harness.validate import availability as av
+    monkeypatch.setattr(av, "write_p99_bounded", lambda s, start, seen, end, how: av.write_latency(
+        s, seen if how == "under" else start, end, 0.99))
+    found = contra.contradictions(samples, history(samples), window)
+    assert [c.claims for c in found] == [("the write p99 is at least X ms", "the write p99 is under X ms")]
+    assert "X = 300.0 ms" in found[0].seen

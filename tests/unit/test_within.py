@@ -69,3 +69,14 @@ def test_machine_calls_work_again_between_the_failed_call_and_the_first_that_wor
     assert _worked_again(calls, "create", 10.0) == (10.5, 11.8)
     assert _worked_again(calls, "delete", 10.0) == (10.0, 10.7)
     assert _worked_again(calls[:2], "create", 10.0) is None
+
+
+def test_poll_within_counts_the_limit_from_a_start_given_in_the_past() -> None:
+    # The fault took effect 0.4 s ago: 0.3 s of limit are gone, and a "no" now is a violation.
+    got = poll_within(lambda: False, bool, "never", 0.3, start=time.monotonic() - 0.4)
+    assert len(got.reads) == 1 and got.reads[0].began - got.start >= 0.4
+    with pytest.raises(judge.ToleranceViolation, match=r"not at a read begun 0\.4\d\ds after the start"):
+        judge.within(got, "never")
+    # Seen at once, but only after the limit had passed unwatched: when it held is not known.
+    with pytest.raises(judge.Inconclusive):
+        judge.within(poll_within(lambda: True, bool, "at once", 0.3, start=time.monotonic() - 0.4), "at once")
