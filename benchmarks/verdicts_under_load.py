@@ -1,13 +1,15 @@
 """Timing verdicts on an idle and on a busy machine: false failures and inconclusive verdicts per
 scenario, and whether the must-fail suite still fails every false statement under the same load.
 
-    python benchmarks/verdicts_under_load.py [--runs 10] [--hogs 2] [-k NAME ...] [--must-fail] [--list]
+    python benchmarks/verdicts_under_load.py [--runs 10] [--hogs 2] [-k NAME ...] [--skip NAME ...]
+                                             [--must-fail] [--list]
 
 The scenarios are those `make test` runs (not @long) with a timing bound in a Then-step ("within
 N s", "under N ms", "at least N ms", "at most N s", "N election timeouts"), found in the feature
 files. Each runs --runs times alone and --runs times beside --hogs CPU-bound processes (a busy
 CI neighbour), with --inconclusive=error so that every inconclusive verdict is counted rather than
-rerun. A scenario of `features/` states true things of the system: any failure is a false alarm.
+rerun. Scenario by scenario (its idle runs, then its loaded ones), so that a run cut short still
+gives whole rows: each row is printed as it is done. A scenario of `features/` states true things of the system: any failure is a false alarm.
 With --must-fail, the short must-fail suite runs once more under the same load and must still end
 with every false statement failed by a verdict (its own test checks each message).
 
@@ -25,6 +27,8 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,44 +100,59 @@ def run_once(node: str, region: str) -> Counter[str]:
         return outcomes(junit) if junit.exists() else Counter({"fail": 1})
 
 
+@contextmanager
+def _hogs(count: int) -> Iterator[None]:
+    hogs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(count)]
+    for h in hogs:
+        h.start()
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.terminate()
+
+
+def _row(node: str, row: dict[str, Counter[str]]) -> str:
+    cells = ["/".join(str(row[c][k]) for k in ("pass", "fail", "inconclusive")) for c in ("idle", "loaded")]
+    return f"{node.split('::')[-1][:70]:70} {cells[0]:>12} {cells[1]:>14}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10, help="runs per scenario and condition (default 10)")
     ap.add_argument("--hogs", type=int, default=2, help="CPU-bound processes beside the loaded runs (default 2)")
     ap.add_argument("-k", dest="match", action="append", default=[],
                     help="only scenarios whose test name contains this (repeatable: any of them)")
+    ap.add_argument("--skip", action="append", default=[],
+                    help="leave out scenarios whose test name contains this (repeatable)")
     ap.add_argument("--must-fail", action="store_true", help="also run the short must-fail suite under the load")
     ap.add_argument("--list", action="store_true", help="print the timed scenarios and exit")
     args = ap.parse_args()
-    nodes = [n for n in node_ids(timed_scenarios()) if not args.match or any(m in n for m in args.match)]
+    nodes = [n for n in node_ids(timed_scenarios()) if (not args.match or any(m in n for m in args.match))
+             and not any(m in n for m in args.skip)]
     if args.list or not nodes:
         print("\n".join(nodes) or "no timed scenario matches")
         return
     table: dict[str, dict[str, Counter[str]]] = {n: {"idle": Counter(), "loaded": Counter()} for n in nodes}
-    for condition in ("idle", "loaded"):
-        hogs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(args.hogs if condition == "loaded" else 0)]
-        for h in hogs:
-            h.start()
-        try:
-            for node in nodes:
+    for node in nodes:
+        for condition in ("idle", "loaded"):
+            with _hogs(args.hogs if condition == "loaded" else 0):
                 for i in range(args.runs):
                     t = time.monotonic()
                     got = run_once(node, "vl")
                     table[node][condition] += got
                     print(f"[{condition} {i + 1}/{args.runs}] {node.split('::')[-1]}: {dict(got)} "
                           f"({time.monotonic() - t:.0f} s)", flush=True)
-            if condition == "loaded" and args.must_fail:
-                proc = subprocess.run([sys.executable, "-m", "pytest", "tests/must_fail", "-m", "not long", "-q",
-                                       "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
-                tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]
-                print(f"must-fail suite beside {args.hogs} CPU hogs: {tail} (exit {proc.returncode})", flush=True)
-        finally:
-            for h in hogs:
-                h.terminate()
+        print(f"row: {_row(node, table[node])}", flush=True)
+    if args.must_fail:
+        with _hogs(args.hogs):
+            proc = subprocess.run([sys.executable, "-m", "pytest", "tests/must_fail", "-m", "not long", "-q",
+                                   "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
+        tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]
+        print(f"must-fail suite beside {args.hogs} CPU hogs: {tail} (exit {proc.returncode})", flush=True)
     print(f"\n{'scenario':70} {'idle p/f/i':>12} {'loaded p/f/i':>14}")
     for node, row in table.items():
-        cells = ["/".join(str(row[c][k]) for k in ("pass", "fail", "inconclusive")) for c in ("idle", "loaded")]
-        print(f"{node.split('::')[-1][:70]:70} {cells[0]:>12} {cells[1]:>14}")
+        print(_row(node, row))
     total = {c: sum((row[c] for row in table.values()), Counter()) for c in ("idle", "loaded")}
     for c in ("idle", "loaded"):
         runs = sum(total[c].values()) or 1

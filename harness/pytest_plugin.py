@@ -157,6 +157,9 @@ def pytest_configure(config: pytest.Config) -> None:
 # it is too late for that: the scenario ran, and a check that cannot judge (nor the checks after
 # it) has shown nothing, so the step fails.
 def _skipped_when_incapable(item: pytest.Item) -> Iterator[None]:
+    from harness.probes import machine_cpu
+
+    item.stash[_CPU_AT] = machine_cpu.read()  # at the call, when the scenario's steps begin
     try:
         return (yield)
     except CapabilityMissing as e:
@@ -168,6 +171,7 @@ def _skipped_when_incapable(item: pytest.Item) -> Iterator[None]:
 
 
 _JUDGING = pytest.StashKey[str]()
+_CPU_AT = pytest.StashKey[Any]()  # the machine's CPU times when the setup or the call began
 
 
 # An inconclusive verdict (harness.judge.Inconclusive: a bound missed by less than the harness's
@@ -187,13 +191,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not (call.when == "call" and report.failed and call.excinfo is not None
             and call.excinfo.errisinstance(Inconclusive) and mode != "fail"):
         return report
-    said = ("inconclusive", str(call.excinfo.value)[:500])
+    from harness.probes import machine_cpu
+
+    cpu = machine_cpu.between(item.stash.get(_CPU_AT, None), machine_cpu.read())
+    said = ("inconclusive", str(call.excinfo.value)[:500] + (f" ({cpu.describe()} over the steps)" if cpu else ""))
     report.user_properties.append(said)
     item.user_properties.append(said)  # the JUnit writes the item's, at teardown
     if mode == "rerun" and item.stash.get(_TRIES, 0) == 0:
         item.stash[_TRIES] = 1
         report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0, f"inconclusive, run once more: {call.excinfo.value}")
+        report.longrepr = (str(item.path), item.location[1] or 0, f"inconclusive, run once more: {said[1]}")
     return report
 
 
@@ -601,8 +608,14 @@ def seed(harness_provider: Provider, env: Environment, pytestconfig: pytest.Conf
 
 @pytest.fixture
 def timeline(request: pytest.FixtureRequest, harness_config: Config) -> Iterator[Timeline]:
-    tl = Timeline()
+    from harness.probes import machine_cpu
+
+    tl, cpu = Timeline(), machine_cpu.read()
     yield tl
+    share = machine_cpu.between(cpu, machine_cpu.read())
+    if share is not None:  # the context of every timing verdict of the scenario, in its run and JUnit
+        tl.mark("figure", "the machine's CPU busy during the scenario", value=round(share.busy_percent, 1), unit="%",
+                steal_percent=round(share.steal_percent, 1), cores=share.cores)
     _write_run(request, harness_config, tl)
 
 
@@ -724,21 +737,24 @@ class Probes:
         self.timeline = timeline
         self.running: list[Any] = []
         self.histories: list[ProbeHistory] = []
+        self.records: list[dict[str, Any]] = []  # what probes without a history kept (a load balancer's reads)
 
     def start(self, etcd: EtcdMembers, via_zone: str, interval: float, value_size: int = 0,
               timeout: float | None = None) -> AvailabilityProbe:
         return self.add(AvailabilityProbe(etcd, self.timeline, via_zone, interval, value_size, timeout).start())
 
     def add(self, probe: Any) -> Any:
-        """Keep a started probe (anything with stop() -> history, or None when its samples are
-        timeline events) until the scenario ends."""
+        """Keep a started probe (anything with stop() -> a history, a record for the run's file,
+        or None when its samples are timeline events) until the scenario ends."""
         self.running.append(probe)
         return probe
 
     def stop_all(self) -> None:
         while self.running:
             history = self.running.pop().stop()
-            if history is not None:
+            if isinstance(history, dict):
+                self.records.append(history)
+            elif history is not None:
                 self.histories.append(history)
 
 
@@ -813,17 +829,17 @@ def _write_run(request: pytest.FixtureRequest, config: Config, tl: Timeline) -> 
     """Write the scenario's timeline and samples, pass or fail, for the report."""
     name = _run_name(request)
     probes = request.node.stash.get(_PROBES, None)
-    histories = []
+    histories, records = [], []
     if probes is not None:
         probes.stop_all()
-        histories = [h.to_dict() for h in probes.histories]
+        histories, records = [h.to_dict() for h in probes.histories], probes.records
     out = _runs_dir(request, config) / f"{name}.json"
     # Figures the Then-steps marked become JUnit properties (the teardown report carries them).
     from harness.report.figures import from_events, junit_properties
 
     request.node.user_properties.extend(junit_properties(from_events(tl.to_dict()["events"])))
     try:
-        tl.write(out, {"nodeid": request.node.nodeid, "histories": histories})
+        tl.write(out, {"nodeid": request.node.nodeid, "histories": histories, "records": records})
     except OSError as e:  # a report that cannot be written must not hide the test result
         print(f"[harness] could not write {out}: {e}", file=sys.stderr)
         return

@@ -15,8 +15,8 @@ import selectors
 import socket
 import threading
 from contextlib import nullcontext
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
 
 from harness import netns
 from harness.timeline import Timeline
@@ -104,12 +104,16 @@ class ConnectionProbe:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self) -> dict[str, Any]:
+        """Closes every connection; the record of each and of the probe's stalls, for the run's
+        file (connections_of reads it back)."""
         self._stop.set()
         self._thread.join(timeout=10)
         for sock in self._socks.values():
             sock.close()
         self._socks.clear()
+        kept = [{k: v for k, v in asdict(c).items() if k != "buffer"} for c in self.snapshot()]
+        return {"probe": EVENT, "service": self.service, "connections": kept, "stalls": list(self.stalls)}
 
     def snapshot(self) -> list[Connection]:
         with self._lock:
@@ -182,3 +186,8 @@ def node_of(conn: Connection, node_addresses: dict[str, str], pod_nodes: Callabl
     the load balancer's address)."""
     by_address = {address: node for node, address in node_addresses.items()}
     return by_address.get(conn.peer) or pod_nodes(conn.pod)
+
+
+def connections_of(record: dict[str, Any]) -> list[Connection]:
+    """The connections of a record ConnectionProbe.stop() wrote."""
+    return [Connection(**c) for c in record["connections"]]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
 
 from harness.timeline import Timeline
 
@@ -46,9 +46,11 @@ class NodeSetProbe:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self) -> dict[str, Any]:
+        """Stops sampling; the record of every read, for the run's file (samples_of reads it back)."""
         self._stop.set()
         self._thread.join(timeout=10)
+        return {"probe": EVENT, "service": self.service, "samples": [asdict(s) for s in self.snapshot()]}
 
     def snapshot(self) -> list[NodeSetSample]:
         with self._lock:
@@ -81,3 +83,9 @@ class NodeSetProbe:
                 self.timeline.mark(EVENT, self.service, nodes=list(sample.nodes or ()), error=sample.error)
                 last = seen
             self._stop.wait(max(0.0, self.interval - (self.timeline.now() - began)))
+
+
+def samples_of(record: dict[str, Any]) -> list[NodeSetSample]:
+    """The reads of a record NodeSetProbe.stop() wrote."""
+    return [NodeSetSample(**{**s, "nodes": tuple(s["nodes"]) if s["nodes"] is not None else None})
+            for s in record["samples"]]

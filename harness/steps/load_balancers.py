@@ -21,7 +21,8 @@ from harness.probes.load_balancer import ELB_UPDATES, NodeSetProbe, NodeSetSampl
 from harness.providers.base import CloudLoadBalancers, CloudRequestLog, Environment, Seed
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
-from harness.wait import Polled, Reading, first_within, poll_within, wait_for
+from harness.validate import load_balancer as lb_validate
+from harness.wait import Polled, first_within, poll_within, wait_for
 
 NAMESPACE = "kep3458"
 EXCLUDE_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
@@ -140,16 +141,7 @@ def _awaited(probe: NodeSetProbe, timeline: Timeline, start: float, limit: float
     """The probe's reads begun from `start` up to the first that saw `held`, or the first begun
     after `limit` s that did not (it closes the window): judged by harness.judge.within, which
     places the moment between the last read that said no and the first that said yes."""
-    def reads() -> tuple[Reading, ...] | None:
-        found: list[Reading] = []
-        for s in probe.snapshot():
-            if s.t >= start:
-                found.append(Reading(s.t, s.ended, s, held(s), s.error))
-                if found[-1].held or s.t >= start + limit:
-                    return tuple(found)
-        return None
-
-    got = first_within(reads, what, max(0.5, start + limit - timeline.now()) + CLOSING_READ_S)
+    got = first_within(lambda: lb_validate.reads_until(probe.snapshot(), start, limit, held), what, max(0.5, start + limit - timeline.now()) + CLOSING_READ_S)
     judge.holds(got is not None, f"reads of the load balancer's nodes up to {limit:g} s after {start:.1f} s",
                 seen=[(round(s.t, 1), s.error or s.nodes) for s in probe.snapshot()[-3:]])
     return Polled(start, limit, got or ())
@@ -170,9 +162,7 @@ def _(lb: dict[str, Any], outage: Outage, timeline: Timeline, name: str, count: 
     judge.holds(bool(seen) and seen[-1].t >= end,
                 f"reads of the load balancer's nodes up to the end of the window ({end:.1f} s)",
                 seen=[(round(s.t, 1), s.nodes) for s in seen[-3:]])
-    first = seen[0].nodes
-    wrong = [f"{s.t:.1f} s: {s.error or (list(s.nodes) if s.nodes is not None else 'no load balancer')}"
-             for s in seen if s.error or s.nodes is None or len(s.nodes) != count or s.nodes != first]
+    wrong = lb_validate.changed(seen, count)
     timeline.mark("figure", f"node set changes of {name}'s load balancer during the outage", value=len(wrong),
                   unit="reads")
     judge.none_of(wrong, f"reads of {name}'s load balancer without all {count} nodes of the outage's start")
@@ -229,7 +219,7 @@ def _(connections: dict[str, Any], outage: Outage, timeline: Timeline, zone: str
     end = timeline.now()
     mine = _connections_through(connections, outage, zone)
     timeline.mark("figure", f"connections through {zone} during the outage", value=len(mine), unit="connections")
-    ended = [f"#{c.index} via {c.pod}: {c.how} at {c.ended:.1f} s" for c in mine if c.ended is not None and c.ended <= end]
+    ended = lb_validate.ended_by(mine, end)
     silent = [(c, *c.longest_silence(outage.start, end)) for c in mine if c.ended is None or c.ended > end]
     silent = [(c, a, b) for c, a, b in silent if b - a > limit]
     timeline.mark("figure", f"connections through {zone} reset or stalled during the outage",
@@ -266,9 +256,7 @@ def _(env: Environment, outage: Outage, timeline: Timeline, limit: float, name: 
 def _(connections: dict[str, Any], outage: Outage, timeline: Timeline, zone: str) -> None:
     """KEP-3458's point: a NotReady node stays in the set, so what goes through it is not cut (it
     may go silent while its zone is away)."""
-    end = timeline.now()
-    ended = [f"#{c.index} via {c.pod}: {c.how} at {c.ended:.1f} s" for c in _connections_through(connections, outage, zone)
-             if c.ended is not None and c.ended <= end]
+    ended = lb_validate.ended_by(_connections_through(connections, outage, zone), timeline.now())
     judge.none_of(ended, f"connections through zone {zone} ended during the outage")
 
 
@@ -278,17 +266,13 @@ def _(connections: dict[str, Any], outage: Outage, timeline: Timeline, limit: fl
     The time is the last of them, from the outage's effect."""
     indexes = {m.index for m in _connections_through(connections, outage, zone)}
 
-    def closed() -> list[Connection] | None:
-        now = [c for c in connections["probe"].snapshot() if c.index in indexes]
-        return now if all(c.ended is not None for c in now) else None
-
-    got = first_within(closed, f"every connection through {zone} closed",
-                       max(0.5, limit - (timeline.now() - outage.start)) + 0.5)
-    took = max(c.ended for c in got) - outage.start if got else None  # type: ignore[type-var]
+    when = first_within(lambda: lb_validate.last_ended([c for c in connections["probe"].snapshot() if c.index in indexes]),
+                        f"every connection through {zone} closed", max(0.5, limit - (timeline.now() - outage.start)) + 0.5)
+    took = when[1] - outage.start if when else None
     timeline.mark("figure", f"time until every connection through {zone} was closed", value=took, unit="s")
     # The last end came after the probe's look before the one that saw it: that much earlier, maybe.
-    sampled = max(c.ended for c in got) - max(c.ended_after for c in got) if got else 0.0  # type: ignore[type-var]
-    judge.at_most(took, limit, f"time until every connection through zone {zone} was closed", sampled=sampled,
+    judge.at_most(took, limit, f"time until every connection through zone {zone} was closed",
+                  sampled=when[1] - when[0] if when else 0.0,
                   seen=[(c.index, c.how, c.ended) for c in connections["probe"].snapshot() if c.index in indexes])
 
 

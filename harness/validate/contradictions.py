@@ -1,9 +1,9 @@
-"""Contrary claims about the leadership and the writes judged on one recorded run: both holding is
-a defect of the harness, not of the system. The steps state one claim each, through different validators
-(the leader kept, the elections counted, the first new leader, the leader deposed); here every
-pair that cannot both be true is judged on the same timeline, so a validator that passes what its
-contrary's also passes shows up on a real run, not only on generated histories
-(tests/unit/test_leadership.py).
+"""Contrary claims judged on one recorded run: both holding is a defect of the harness, not of
+the system. The steps state one claim each, through different validators (the leader kept, the
+elections counted, the first new leader, the leader deposed, a p99 bounded either way, a load
+balancer's node set kept or left, its connections kept or closed); here every pair that cannot
+both be true is judged on the same timeline, so a validator that passes what its contrary's also
+passes shows up on a real run, not only on generated histories (tests/unit/test_leadership.py).
 
     python -m harness.validate.contradictions reports/runs/*.json
 """
@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes.availability import ProbeHistory
+from harness.probes.connections import connections_of
+from harness.probes.load_balancer import samples_of
 from harness.probes.samples import Sample
 from harness.validate import availability as av
 from harness.validate import leadership as lead
+from harness.validate import load_balancer as lbv
 
 GRACE = 1.0  # as the steps' END_GRACE: a report this long after the window still tells its end
 
@@ -97,36 +100,88 @@ def contradictions(samples: Iterable[Sample], history: ProbeHistory, window: Win
             for pair in CONTRARY if held[pair[0]][0] and held[pair[1]][0]]
 
 
+Claim = tuple[str, bool, str]  # what is claimed, whether it holds, what was seen
+
+
+def load_balancer_pairs(run: dict[str, Any], start: float, end: float) -> list[tuple[Claim, Claim]]:
+    """Contrary claims about a Service's load balancer in [start, end], from the run's records of
+    its node set and of the connections held through it (validate.load_balancer, as the steps)."""
+    pairs: list[tuple[Claim, Claim]] = []
+    zones: dict[str, str] = {}
+    for e in run.get("events", []):
+        if e["kind"] == "connection" and "paths" in e.get("data", {}):
+            zones.update({str(i): path[2] for i, path in e["data"]["paths"].items()})
+    for record in run.get("records", []):
+        name = record.get("service")
+        if record.get("probe") == "lb-nodes":
+            samples = samples_of(record)
+            before = [s for s in samples if s.t < start and not s.error and s.nodes is not None]
+            inside = [s for s in samples if start <= s.t <= end]
+            if not before or not inside:
+                continue
+            had = set(before[-1].nodes or ())
+            wrong = lbv.changed([before[-1], *inside], len(had))
+            reads = lbv.reads_until(samples, start, end - start,
+                                    lambda s: not s.error and s.nodes is not None and bool(had - set(s.nodes)))
+            left = reads is not None and reads[-1].held and reads[-1].began <= end
+            pairs.append(((f"the load balancer of {name} keeps all its nodes", not wrong, f"{len(wrong)} other reads"),
+                          (f"a node leaves the load balancer of {name}", left,
+                           f"{reads[-1].began:.1f} s: {list(reads[-1].value.nodes)}"  # type: ignore[union-attr]
+                           if reads and left else "none left")))
+        elif record.get("probe") == "connection":
+            held = [c for c in connections_of(record) if c.opened <= start]
+            for zone in sorted({zones.get(str(c.index)) for c in held} - {None}):
+                mine = [c for c in held if zones.get(str(c.index)) == zone]
+                ended = lbv.ended_by(mine, end)
+                last = lbv.last_ended(mine)
+                pairs.append(((f"no connection through {zone} is closed", not ended, f"{len(ended)} ended"),
+                              (f"every connection through {zone} is closed", last is not None and last[1] <= end,
+                               f"the last at {last[1]:.1f} s" if last else "one still open")))
+    return pairs
+
+
+def fault_span(run: dict[str, Any]) -> tuple[float, float, dict[str, Any]] | None:
+    """From the earliest the first fault may have taken effect to the last heal, and the first
+    fault's data; None without a fault or with one that did not heal."""
+    faults = [e for e in run.get("events", []) if e["kind"] == "fault"]
+    healed = [f["data"].get("healed_at") for f in faults]
+    if not faults or None in healed:
+        return None
+    first = faults[0]["data"]
+    start = float(first.get("effective_after", first.get("changing_from", faults[0]["start"])))
+    return start, max(float(h) for h in healed), first
+
+
 def window_of(run: dict[str, Any]) -> Window | None:
     """The window of a recorded run (reports/runs/*.json): None without a fault that healed or an
     agreed leader before it."""
-    faults = [e for e in run.get("events", []) if e["kind"] == "fault"]
+    span = fault_span(run)
     before = next((e for e in run.get("events", []) if e["kind"] == "health" and e["name"] == "before"), None)
-    healed = [f["data"].get("healed_at") for f in faults]
-    if not faults or before is None or None in healed:
+    if span is None or before is None:
         return None
+    start, end, first = span
     statuses = [s for s in before["data"].get("statuses", {}).values() if isinstance(s, dict)]
     leaders = {s.get("leader") for s in statuses}
     if len(leaders) != 1 or not next(iter(leaders)):
         return None
-    first = faults[0]["data"]
-    start = float(first.get("effective_after", first.get("changing_from", faults[0]["start"])))
-    return Window(start, max(float(h) for h in healed), int(next(iter(leaders))),
-                  max(int(s.get("term", 0)) for s in statuses),
+    return Window(start, end, int(next(iter(leaders))), max(int(s.get("term", 0)) for s in statuses),
                   float(first.get("effective_at", first.get("injected_at", start))))
 
 
 def check_run(run: dict[str, Any]) -> list[Contradiction]:
-    """Every etcd probe history of the run against its window (a shoot API probe has no leader)."""
-    window = window_of(run)
-    if window is None:
-        return []
+    """Every etcd probe history of the run against its window (a shoot API probe has no leader),
+    and the load balancer's records against the fault's span."""
     found: list[Contradiction] = []
-    for data in run.get("histories", []):
+    window = window_of(run)
+    for data in run.get("histories", []) if window is not None else []:
         if data.get("path") == "shoot-api" or not data.get("members"):
             continue
         history = ProbeHistory.from_dict(data)
-        found += contradictions(history.samples, history, window)
+        found += contradictions(history.samples, history, window)  # type: ignore[arg-type]
+    span = fault_span(run)
+    for (a, held_a, seen_a), (b, held_b, seen_b) in load_balancer_pairs(run, *span[:2]) if span else []:
+        if held_a and held_b:
+            found.append(Contradiction((a, b), f"{a}: {seen_a} / {b}: {seen_b}"))
     return found
 
 
@@ -135,7 +190,7 @@ def check_paths(paths: Iterable[Path]) -> tuple[int, list[str]]:
     judged, lines = 0, []
     for path in paths:
         run = json.loads(path.read_text())
-        if window_of(run) is None:
+        if fault_span(run) is None:
             continue
         judged += 1
         lines += [f"{path.name}: both hold: {c.claims[0]!r} and {c.claims[1]!r}; {c.seen}" for c in check_run(run)]

@@ -44,3 +44,26 @@ def test_a_probe_that_never_reads_again_gives_up_at_the_timeout() -> None:
     finally:
         gate.set()
         probe.stop()
+
+
+def test_each_read_keeps_its_end_and_the_record_reads_back_as_the_samples() -> None:
+    import json
+
+    from harness.probes.load_balancer import samples_of
+
+    calls: list[int] = []
+
+    def read() -> list[str]:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("cloud API away")
+        time.sleep(0.02)
+        return ["n1", "n2"]
+
+    probe = NodeSetProbe(read, Timeline(), "web", interval=0.05).start()
+    time.sleep(0.3)
+    record = json.loads(json.dumps(probe.stop()))  # as the run's file holds it
+    samples = samples_of(record)
+    assert record["probe"] == "lb-nodes" and record["service"] == "web"
+    assert samples == probe.snapshot() and samples[1].error == "RuntimeError: cloud API away"
+    assert all(s.ended >= s.t for s in samples) and samples[0].ended - samples[0].t >= 0.02
