@@ -77,27 +77,31 @@ def _hog() -> None:
         pass
 
 
-def outcomes(junit: Path) -> Counter[str]:
-    """pass / fail / inconclusive per test case of a JUnit file."""
+def outcomes(junit: Path) -> tuple[Counter[str], list[str]]:
+    """pass / fail / inconclusive per test case of a JUnit file, and what each that did not pass said."""
     seen: Counter[str] = Counter()
+    said: list[str] = []
     for case in ET.parse(junit).getroot().iter("testcase"):
-        props = {p.get("name") for p in case.iter("property")}
+        props = {p.get("name"): p.get("value") or "" for p in case.iter("property")}
+        failed = case.find("failure") if case.find("failure") is not None else case.find("error")
         if "inconclusive" in props:
             seen["inconclusive"] += 1
-        elif case.find("failure") is not None or case.find("error") is not None:
+            said.append(props["inconclusive"][:400])
+        elif failed is not None:
             seen["fail"] += 1
+            said.append((failed.get("message") or "")[:400])
         elif case.find("skipped") is None:
             seen["pass"] += 1
-    return seen
+    return seen, said
 
 
-def run_once(node: str, region: str) -> Counter[str]:
+def run_once(node: str, region: str) -> tuple[Counter[str], list[str]]:
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
-        subprocess.run([sys.executable, "-m", "pytest", node, "-m", "", "-q", "-p", "no:cacheprovider",
-                        "--inconclusive=error", f"--region-name={region}", f"--junitxml={junit}"],
-                       cwd=ROOT, capture_output=True, text=True)
-        return outcomes(junit) if junit.exists() else Counter({"fail": 1})
+        proc = subprocess.run([sys.executable, "-m", "pytest", node, "-m", "", "-q", "-p", "no:cacheprovider",
+                               "--inconclusive=error", f"--region-name={region}", f"--junitxml={junit}"],
+                              cwd=ROOT, capture_output=True, text=True)
+        return outcomes(junit) if junit.exists() else (Counter({"fail": 1}), [proc.stderr[-400:]])
 
 
 @contextmanager
@@ -139,10 +143,12 @@ def main() -> None:
             with _hogs(args.hogs if condition == "loaded" else 0):
                 for i in range(args.runs):
                     t = time.monotonic()
-                    got = run_once(node, "vl")
+                    got, said = run_once(node, "vl")
                     table[node][condition] += got
                     print(f"[{condition} {i + 1}/{args.runs}] {node.split('::')[-1]}: {dict(got)} "
                           f"({time.monotonic() - t:.0f} s)", flush=True)
+                    for line in said:
+                        print(f"    said: {line}", flush=True)
         print(f"row: {_row(node, table[node])}", flush=True)
     if args.must_fail:
         with _hogs(args.hogs):
