@@ -613,9 +613,9 @@ def timeline(request: pytest.FixtureRequest, harness_config: Config) -> Iterator
     tl, cpu = Timeline(), machine_cpu.read()
     yield tl
     share = machine_cpu.between(cpu, machine_cpu.read())
-    if share is not None:  # the context of every timing verdict of the scenario, in its run and JUnit
-        tl.mark("figure", "the machine's CPU busy during the scenario", value=round(share.busy_percent, 1), unit="%",
-                steal_percent=round(share.steal_percent, 1), cores=share.cores)
+    if share is not None:  # the context of the scenario's timing verdicts (the machine's, not a figure of the system)
+        tl.mark("machine", "cpu", busy_percent=round(share.busy_percent, 1), steal_percent=round(share.steal_percent, 1),
+                cores=share.cores)
     _write_run(request, harness_config, tl)
 
 
