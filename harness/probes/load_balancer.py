@@ -29,6 +29,10 @@ class NodeSetSample:
     error: str | None = None  # the read failed: what it said
     ended: float = 0.0  # timeline time the read returned: what it saw held at some moment in [t, ended]
 
+    def seen(self) -> str:
+        """What the read saw, as a verdict quotes it."""
+        return self.error or (str(list(self.nodes)) if self.nodes is not None else "no load balancer")
+
 
 class NodeSetProbe:
     """Calls `read` (the nodes of the Service's load balancer, or None) every `interval` s."""

@@ -141,14 +141,11 @@ def _awaited(probe: NodeSetProbe, timeline: Timeline, start: float, limit: float
     """The probe's reads begun from `start` up to the first that saw `held`, or the first begun
     after `limit` s that did not (it closes the window): judged by harness.judge.within, which
     places the moment between the last read that said no and the first that said yes."""
-    got = first_within(lambda: lb_validate.reads_until(probe.snapshot(), start, limit, held), what, max(0.5, start + limit - timeline.now()) + CLOSING_READ_S)
+    got = first_within(lambda: lb_validate.reads_until(probe.snapshot(), start, limit, held), what,
+                       max(0.5, start + limit - timeline.now()) + CLOSING_READ_S)
     judge.holds(got is not None, f"reads of the load balancer's nodes up to {limit:g} s after {start:.1f} s",
-                seen=[(round(s.t, 1), s.error or s.nodes) for s in probe.snapshot()[-3:]])
+                seen=[(round(s.t, 1), s.seen()) for s in probe.snapshot()[-3:]])
     return Polled(start, limit, got or ())
-
-
-def _nodes(sample: NodeSetSample) -> str:
-    return sample.error or (str(list(sample.nodes)) if sample.nodes is not None else "no load balancer")
 
 
 @then(parsers.parse('the load balancer of service "{name}" keeps all {count:d} nodes during the outage'))
@@ -188,7 +185,7 @@ def _(lb: dict[str, Any], node_change: dict[str, Any], timeline: Timeline, limit
     when = polled.first_held()
     timeline.mark("figure", f"time from {node_change['what']} to {node} leaving the load balancer",
                   value=when[1] if when else None, unit="s")
-    judge.within(polled, f"time until {node} left {name}'s load balancer", show=_nodes)
+    judge.within(polled, f"time until {node} left {name}'s load balancer", show=NodeSetSample.seen)
 
 
 def _zones_of(env: Environment, seed: Seed, connections: list[Connection]) -> dict[int, str | None]:
@@ -287,7 +284,7 @@ def _(env: Environment, lb: dict[str, Any], outage: Outage, timeline: Timeline, 
     when = polled.first_held()
     timeline.mark("figure", f"time until the nodes of {zone} left the load balancer", value=when[1] if when else None,
                   unit="s")
-    judge.within(polled, f"time until the nodes of {zone} left {name}'s load balancer", show=_nodes)
+    judge.within(polled, f"time until the nodes of {zone} left {name}'s load balancer", show=NodeSetSample.seen)
 
 
 @then(parsers.parse("the controller makes {count:d} or more load balancer updates during the outage"))

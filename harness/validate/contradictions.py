@@ -126,7 +126,7 @@ def load_balancer_pairs(run: dict[str, Any], start: float, end: float) -> list[t
             left = reads is not None and reads[-1].held and reads[-1].began <= end
             pairs.append(((f"the load balancer of {name} keeps all its nodes", not wrong, f"{len(wrong)} other reads"),
                           (f"a node leaves the load balancer of {name}", left,
-                           f"{reads[-1].began:.1f} s: {list(reads[-1].value.nodes)}"  # type: ignore[union-attr]
+                           f"{reads[-1].began:.1f} s: {reads[-1].value.seen()}"  # type: ignore[attr-defined]
                            if reads and left else "none left")))
         elif record.get("probe") == "connection":
             held = [c for c in connections_of(record) if c.opened <= start]

@@ -29,8 +29,7 @@ def changed(samples: Sequence[NodeSetSample], count: int) -> list[str]:
     """Reads that failed, found no load balancer, held other than `count` nodes or another set than
     the first read: each as "t s: what it saw" (a failed read is no read of an unchanged set)."""
     first = samples[0].nodes if samples else None
-    return [f"{s.t:.1f} s: {s.error or (list(s.nodes) if s.nodes is not None else 'no load balancer')}"
-            for s in samples if s.error or s.nodes is None or len(s.nodes) != count or s.nodes != first]
+    return [f"{s.t:.1f} s: {s.seen()}" for s in samples if s.error or s.nodes is None or len(s.nodes) != count or s.nodes != first]
 
 
 def ended_by(connections: Iterable[Connection], end: float) -> list[str]:
