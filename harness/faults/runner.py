@@ -132,6 +132,44 @@ class FaultRunner:
         self.active.append(active)
         return active
 
+    def inject_together(self, what: list[tuple[str, str, dict[str, Any] | None]]) -> list[ActiveFault]:
+        """Faults that strike at one moment (two pods' volumes lost at once): one after the other
+        they would leave the survivors time to elect a leader between them, which a loss "at once"
+        never does. Each is validated first, so bad input changes nothing; the region is checked
+        healthy once; then they are injected side by side. One that fails was rolled back by its
+        own injection; the others are healed and the first error is raised."""
+        if not what:
+            return []
+        for kind, target, options in what:
+            self._chosen(kind, target, options)
+        if not self.active and not self.env.faults():
+            try:
+                self.env.wait_healthy(self.env.config.timeouts.member_ready)
+            except HarnessError as e:
+                raise FaultError(f"region is not healthy before injecting {len(what)} faults together: {e}") from None
+        done: list[ActiveFault | BaseException] = [RuntimeError("not run")] * len(what)
+
+        def one(i: int) -> None:
+            kind, target, options = what[i]
+            try:
+                done[i] = self.inject(kind, target, options, wait_healthy=False)
+            except BaseException as e:  # raised below, in the caller's thread
+                done[i] = e
+
+        workers = [threading.Thread(target=one, args=(i,), name=f"inject {kind} on {target}", daemon=True)
+                   for i, (kind, target, _) in enumerate(what)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        errors = [d for d in done if isinstance(d, BaseException)]
+        if errors:
+            for d in done:
+                if isinstance(d, ActiveFault):
+                    self.heal(d, wait=False)
+            raise errors[0]
+        return [d for d in done if isinstance(d, ActiveFault)]
+
     def _observe_effect(self, fault: Fault, kind: str, target: str, data: dict[str, Any], event: Event) -> None:
         """When the fault took effect, as observed (the router dropping the zone's packets, the
         process gone), not when it was asked for, as a bracket: `effective_after`, when the last

@@ -49,11 +49,13 @@ def _volume(env: Any, etcd: EtcdCluster, member: str) -> tuple[str, str, dict[st
 
 @when("the volumes of the etcd leader and one follower are lost", target_fixture="outage")
 def _(env, etcd: EtcdCluster, faults) -> Outage:
-    """Permanent quorum loss: two of three members' volumes destroyed with their pods, the leader's
-    (whose sidecar holds the events not yet in the store) among them."""
+    """Permanent quorum loss: two of three members' volumes destroyed with their pods at once, the
+    leader's (whose sidecar holds the events not yet in the store) among them. At once: lost one
+    after the other, the two left could elect a leader between the losses whose sidecar, losing
+    the lead, would upload what the first one held."""
     leader = etcd.leader(etcd.wait_healthy())
     follower = next(m.name for m in etcd.members if m.name != leader)
-    return apply_faults(etcd, faults, [_volume(env, etcd, str(leader)), _volume(env, etcd, follower)])
+    return apply_faults(etcd, faults, [_volume(env, etcd, str(leader)), _volume(env, etcd, follower)], together=True)
 
 
 @when(parsers.parse('the volume of member "{member}" is lost'), target_fixture="outage")
@@ -63,7 +65,7 @@ def _(env, etcd: EtcdCluster, faults, member: str) -> Outage:
 
 @when("the volumes of every member are lost", target_fixture="outage")
 def _(env, etcd: EtcdCluster, faults) -> Outage:
-    return apply_faults(etcd, faults, [_volume(env, etcd, m.name) for m in etcd.members])
+    return apply_faults(etcd, faults, [_volume(env, etcd, m.name) for m in etcd.members], together=True)
 
 
 @when(parsers.parse('the database of member "{member}" is damaged'), target_fixture="outage")

@@ -21,12 +21,16 @@ from harness.wait import first_within, wait_for
 NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its link": "node-link-down"}
 
 
-def apply_faults(etcd: EtcdCluster, faults: FaultRunner, what: list[tuple[str, str, dict[str, Any]]]) -> Outage:
-    """Inject (kind, target, options) back to back; the Outage remembers the leader before."""
+def apply_faults(etcd: EtcdCluster, faults: FaultRunner, what: list[tuple[str, str, dict[str, Any]]],
+                 together: bool = False) -> Outage:
+    """Inject (kind, target, options) back to back, or `together` (FaultRunner.inject_together);
+    the Outage remembers the leader before."""
     leader, leader_id, term = before_faults(etcd)
-    applied = [faults.inject(kind, target, options) for kind, target, options in what]
+    applied = (faults.inject_together(list(what)) if together
+               else [faults.inject(kind, target, options) for kind, target, options in what])
     # From when the first fault took effect (the bracket the runner observed), not when it was asked for.
-    return Outage(applied, applied[0].effective_after, leader, leader_id, term, seen=applied[0].effective_at)
+    return Outage(applied, min(a.effective_after for a in applied), leader, leader_id, term,
+                  seen=min(a.effective_at for a in applied))
 
 
 def before_faults(etcd: EtcdCluster) -> tuple[str | None, int, int]:

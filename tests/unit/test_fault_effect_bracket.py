@@ -85,3 +85,58 @@ def test_seen_at_the_first_look_it_may_have_taken_effect_from_its_first_recorded
     active = FaultRunner(Ledger(), timeline).inject("late", "zone-b", max_duration=30)  # type: ignore[arg-type]
     assert active.effective_after == active.event.data["changing_from"] < late.looks[2]
     assert Outage([], 1.0, None, 0).effect_seen == 1.0  # no bracket: one moment
+
+
+class Slow:
+    """Takes `seconds` to apply; remembers when each injection ran and what was healed."""
+
+    def __init__(self, seconds: float, refuse: str = "", fail: str = "") -> None:
+        self.seconds, self.refuse, self.fail = seconds, refuse, fail
+        self.ran: dict[str, tuple[float, float]] = {}
+        self.healed: list[str] = []
+
+    def available(self, env: Any) -> None:
+        return None
+
+    def validate(self, env: Any, target: str) -> str:
+        if target == self.refuse:
+            raise HarnessError(f"no such target {target!r}")
+        return target
+
+    def inject(self, env: Any, target: str, ctx: Injection) -> dict[str, Any]:
+        began = time.monotonic()
+        time.sleep(self.seconds)
+        self.ran[target] = (began, time.monotonic())
+        if target == self.fail:
+            raise HarnessError(f"{target} could not be changed")
+        return {}
+
+    def heal(self, env: Any, target: str, data: dict[str, Any]) -> None:
+        self.healed.append(target)
+
+
+def test_faults_injected_together_strike_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    fault = Slow(0.3)
+    monkeypatch.setattr(runner_module, "get_fault", lambda kind, **options: fault)
+    runner = FaultRunner(Ledger(), Timeline())  # type: ignore[arg-type]
+    active = runner.inject_together([("slow", "m1", None), ("slow", "m2", None)])
+    assert [a.target for a in active] == ["m1", "m2"]
+    assert sorted(a.id for a in runner.active) == sorted(a.id for a in active)
+    (b1, e1), (b2, e2) = fault.ran["m1"], fault.ran["m2"]
+    assert b2 < e1 and b1 < e2, f"one after the other: {fault.ran}"
+
+
+def test_faults_together_change_nothing_on_bad_input_and_heal_the_others_when_one_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    refusing = Slow(0.0, refuse="nope")
+    monkeypatch.setattr(runner_module, "get_fault", lambda kind, **options: refusing)
+    runner = FaultRunner(Ledger(), Timeline())  # type: ignore[arg-type]
+    with pytest.raises(HarnessError, match="nope"):
+        runner.inject_together([("slow", "m1", None), ("slow", "nope", None)])
+    assert refusing.ran == {} and runner.active == []
+
+    failing = Slow(0.05, fail="m2")
+    monkeypatch.setattr(runner_module, "get_fault", lambda kind, **options: failing)
+    with pytest.raises(HarnessError, match="m2 could not be changed"):
+        runner.inject_together([("slow", "m1", None), ("slow", "m2", None)])
+    assert sorted(failing.healed) == ["m1", "m2"] and runner.active == []

@@ -298,11 +298,13 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         """Kill the member and delete its data directory's contents (its own filesystem, if it has
         one, stays mounted and empty): irreversible."""
         name = self.member(member).name
-        pid = self.kill_member(name)
         if self.state.get("backups"):  # its pod is gone, and the backup sidecar with it
             from harness.providers.local.backups import stop_sidecar
 
+            # First: a sidecar that saw its member die would upload what it held as it lost
+            # the lead, which a pod gone as a whole never does.
             stop_sidecar(self, name)
+        pid = self.kill_member(name)
         data = Path(self._flag(name, "data-dir"))
         removed = 0
         for entry in list(data.iterdir()) if data.exists() else []:
