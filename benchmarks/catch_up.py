@@ -50,13 +50,13 @@ def one_run(env: LocalEnvironment, gap: int, rate: float, workdir: Path) -> str:
     try:
         run.wait_started()
         at = env.status()[member.name].revision  # type: ignore[union-attr]
+        catch_up = CatchUp(env, env, member.name)
         runner.inject("zone-outage", member.zone)
+        catch_up.begin(at)
         began = time.monotonic()
         wait_for(lambda: max(s.revision for n, s in env.status().items() if n != member.name and not isinstance(s, str)),
                  lambda head: head >= at + gap, f"the others {gap} revisions ahead", 900, interval=0.2)
         away = time.monotonic() - began
-        catch_up = CatchUp(env, env, member.name)
-        catch_up.begin()
         logs = {m: Path(env.state["members"][m]["log"]) for m in (leader.name, member.name)}
         offsets = {m: path.stat().st_size for m, path in logs.items()}
         figures = catch_up.end(lambda: runner.heal(wait=False), 600)

@@ -5,7 +5,7 @@ Observed through the environment's protocols only: the bytes that crossed each p
 from just before the member's return until it reached the revision the leader had when it
 returned (harness/probes/traffic.py), how long that took, whether the leader sent it a snapshot
 (the leader's `etcd_network_snapshot_send_success{To=<member>}`), the leader's CPU seconds
-per second (`process_cpu_seconds_total`) before the return and during the catch-up, and where
+per second (`process_cpu_seconds_total`) while the member was away and during the catch-up, and where
 the wire's bytes come from: what the leader itself counts as sent to the member
 (`etcd_network_peer_sent_bytes_total{To}`: raft messages on its streams and pipeline, and a
 snapshot's whole size) and its database's size (`etcd_mvcc_db_total_size_in_bytes`: what a
@@ -21,11 +21,10 @@ from typing import Any, Callable
 
 from harness.errors import HarnessError
 from harness.etcd_gateway import Status
-from harness.probes.traffic import TrafficProbe, TrafficSample
+from harness.probes.traffic import TrafficProbe
 from harness.providers.base import EtcdCluster, Environment
 from harness.wait import wait_for
 
-BASELINE_S = 2.0  # the leader's CPU before the return is read over this long
 REQUIRED = ("process_cpu_seconds_total", "etcd_mvcc_db_total_size_in_bytes")  # a leader without them is refused
 
 
@@ -69,7 +68,9 @@ def _status(etcd: EtcdCluster, member: str) -> Status:
 
 
 class CatchUp:
-    """Begun just before the member's zone returns (`begin`), ended once it has caught up (`end`)."""
+    """Begun as the member's zone goes (`begin`, with the member's revision then), ended once it
+    has caught up (`end`): the leader's CPU before the return is read over the time away, so that
+    nothing waits between the others getting far enough ahead and the member's return."""
 
     def __init__(self, env: Environment, etcd: EtcdCluster, member: str) -> None:
         self.etcd, self.member = etcd, member
@@ -81,8 +82,7 @@ class CatchUp:
             raise HarnessError(f"a catch-up of {member} needs another member leading; leader: {leader}")
         self.leader = leader
         self.member_id = format(mine.member_id, "x") if isinstance(mine, Status) else self._id_from_leader()
-        self.first: TrafficSample | None = None
-        self.baseline: tuple[LeaderReading, LeaderReading] | None = None
+        self.away: tuple[LeaderReading, int] | None = None
 
     def _id_from_leader(self) -> str:
         # A cut-off member cannot say its own id; the leader's member list names it.
@@ -92,21 +92,21 @@ class CatchUp:
         finally:
             client.close()
 
-    def begin(self) -> None:
-        first = leader_reading(self.etcd, self.leader, self.member_id)
-        time.sleep(BASELINE_S)
-        self.baseline = (first, leader_reading(self.etcd, self.leader, self.member_id))
-        self.first = self.traffic.sample()
+    def begin(self, revision: int) -> None:
+        """As the member is cut off; `revision` is the member's own just before."""
+        self.away = (leader_reading(self.etcd, self.leader, self.member_id), revision)
 
     def end(self, returned: Callable[[], object], timeout: float) -> dict[str, Any]:
         """`returned()` brings the member's zone back; then until the member has the revision the
-        leader had right after. Figures: seconds, behind (revisions), MiB per zone pair, the
-        leader's snapshots sent to it, the MiB it counts as sent to it and its database's size,
-        its CPU per second before and during."""
+        leader had right after. Figures: seconds, revisions behind at the return, MiB per zone
+        pair, the leader's snapshots sent to it, the MiB it counts as sent to it and its
+        database's size, its CPU per second while the member was away and during the catch-up."""
         from harness.validate.traffic import rates
 
-        assert self.first is not None and self.baseline is not None, "begin() first"
-        behind_from = self._revision()
+        assert self.away is not None, "begin() first"
+        before, revision_before = self.away
+        last = leader_reading(self.etcd, self.leader, self.member_id)
+        first = self.traffic.sample()
         returned()
         back = time.monotonic()
         target = _status(self.etcd, self.leader).revision
@@ -114,9 +114,9 @@ class CatchUp:
                  f"{self.member} to reach revision {target}, the leader's at its return", timeout, interval=0.1)
         took = time.monotonic() - back
         reached = leader_reading(self.etcd, self.leader, self.member_id)
-        figures = rates(self.first, self.traffic.sample())
-        before, last = self.baseline
-        return {"seconds": round(took, 2), "target_revision": target, "revision_before": behind_from,
+        figures = rates(first, self.traffic.sample())
+        return {"seconds": round(took, 2), "target_revision": target, "revision_before": revision_before,
+                "behind": target - revision_before, "away_s": round(back - before.at, 2),
                 "mib": {pair: round(v["wire_kib_s"] * figures["seconds"] / 1024, 2) if v["wire_kib_s"] is not None else None
                         for pair, v in figures["pairs"].items()},
                 "window_s": figures["seconds"], "not_available": figures.get("not_available", {}),
@@ -124,7 +124,7 @@ class CatchUp:
                 "leader_counted_mib": round((reached.sent_bytes - last.sent_bytes) / 2**20, 2),
                 "leader_db_mib": round(reached.db_bytes / 2**20, 2),
                 "leader": self.leader,
-                "leader_cpu_before": round((last.cpu_seconds - before.cpu_seconds) / (last.at - before.at), 3),
+                "leader_cpu_before": round((last.cpu_seconds - before.cpu_seconds) / max(last.at - before.at, 1e-3), 3),
                 "leader_cpu_during": round((reached.cpu_seconds - last.cpu_seconds) / max(reached.at - last.at, 1e-3), 3)}
 
     def _revision(self) -> int | None:

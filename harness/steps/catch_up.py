@@ -34,29 +34,36 @@ def _head(etcd: EtcdCluster, but: str) -> int | None:
 
 
 @when(parsers.parse("the target zone goes down until the others are {ahead:d} revisions ahead"), target_fixture="outage")
-def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, target_zone: str, ahead: int) -> Outage:
-    """Down for as long as a load takes to write `ahead` revisions past the zone's member."""
+def _(env: Any, etcd: EtcdCluster, faults: FaultRunner, target_zone: str, ahead: int) -> Outage:
+    """Down for as long as a load takes to write `ahead` revisions past the zone's member; the
+    catch-up's measurement begins as it goes, so nothing waits before the return."""
     member = _member_of(etcd, target_zone)
     status = etcd.status()[member]
     if isinstance(status, str):
         raise HarnessError(f"{member} does not answer before its zone goes down: {status}")
+    catch_up = CatchUp(env, etcd, member)
     outage = apply_faults(etcd, faults, [("zone-outage", target_zone, {})])
+    catch_up.begin(status.revision)
+    outage.catch_up = catch_up
     wait_for(lambda: _head(etcd, member), lambda head: head is not None and head >= status.revision + ahead,
              f"the others {ahead} revisions ahead of {member} (at {status.revision})", AWAY_LIMIT_S, interval=0.2)
-    timeline.mark("figure", f"revisions {member} is behind at its return", value=(_head(etcd, member) or 0) - status.revision,
-                  unit="revisions", away_s=round(timeline.now() - outage.start, 2))
     return outage
 
 
 @when("the target zone comes back, its member's catch-up measured", target_fixture="outage")
-def _(env: Any, etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, target_zone: str, outage: Outage) -> Outage:
-    member = _member_of(etcd, target_zone)
-    catch_up = CatchUp(env, etcd, member)
-    catch_up.begin()
+def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, target_zone: str, outage: Outage) -> Outage:
+    catch_up = outage.catch_up
+    if catch_up is None:
+        raise ConfigError("a catch-up is measured from when its zone went: When the target zone goes down until the "
+                          "others are N revisions ahead")
+    member = catch_up.member
     with timeline.span("catch-up", member) as event:
         event.data.update(catch_up.end(lambda: restore_faults(faults, timeline, outage, [target_zone]),
                                        etcd.config.timeouts.recovery * 4))
     figures = event.data
+    # Counted at the return, not when the others got far enough ahead: the load writes on meanwhile.
+    timeline.mark("figure", f"revisions {member} is behind at its return", value=figures["behind"], unit="revisions",
+                  away_s=figures["away_s"])
     timeline.mark("figure", f"catch-up of {member}", value=figures["seconds"], unit="s")
     for pair, mib in figures["mib"].items():
         if mib is not None:
@@ -64,8 +71,8 @@ def _(env: Any, etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, targ
     timeline.mark("figure", "snapshots the leader sent it", value=figures["snapshots_sent"], unit="")
     timeline.mark("figure", "MiB the leader counts as sent to it", value=figures["leader_counted_mib"], unit="MiB")
     timeline.mark("figure", "the leader's database", value=figures["leader_db_mib"], unit="MiB")
-    for when_ in ("before", "during"):
-        timeline.mark("figure", f"leader CPU {when_} the catch-up", value=figures[f"leader_cpu_{when_}"], unit="s/s")
+    timeline.mark("figure", "leader CPU while its member was away", value=figures["leader_cpu_before"], unit="s/s")
+    timeline.mark("figure", "leader CPU during the catch-up", value=figures["leader_cpu_during"], unit="s/s")
     return outage
 
 

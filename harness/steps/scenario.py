@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.faults.runner import ActiveFault
+from harness.probes.catch_up import CatchUp
 from harness.probes.placement import PodPlacement
 from harness.providers.base import Seed
 from harness.reference.render import ReferenceSpec
@@ -29,6 +30,7 @@ class Outage:
     # Set by a step whose faults are not zones (a link fault): the zones it counts as cut off.
     zones_down: list[str] | None = None
     seen: float | None = None  # when the first fault's effect was seen: the latest it took effect
+    catch_up: CatchUp | None = None  # a member's catch-up, begun as its zone went (harness.steps.catch_up)
 
     @property
     def effect_seen(self) -> float:
