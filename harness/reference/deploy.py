@@ -19,6 +19,7 @@ from harness.reference.render import ETCD_VOLUME_SIZE, ReferenceSpec, backup_pre
 from harness.wait import first_within, wait_for
 
 POOL_LABEL = "ha-harness/volume-pool"
+TERMINAL = ("Failed", "Succeeded")  # a pod's phases after which it never runs again
 
 
 def volume_pool(spec: ReferenceSpec) -> list[dict[str, Any]]:
@@ -54,12 +55,16 @@ def held_by_scheduler(p: PodPlacement) -> bool:
 
 
 def settled(spec: ReferenceSpec, pods: list[PodPlacement]) -> str | None:
-    """None once every replica exists and is Running or held Pending by the scheduler; else what is not."""
+    """None once every replica exists and is Running or held Pending by the scheduler; else what is not.
+    A pod that ended (Failed, Succeeded) is no replica, as its ReplicaSet counts them: one a node's
+    failure left Failed stays beside its replacement until the pod garbage collector's threshold."""
     waiting = []
     for c in COMPONENTS.values():
-        mine = placement.of(pods, c.name)
+        every = placement.of(pods, c.name)
+        mine = [p for p in every if p.phase not in TERMINAL]
         if len(mine) != replicas(spec, c):
             waiting.append(f"{c.name}: {len(mine)} of {replicas(spec, c)} pods")
+            waiting += [f"{p.name} {p.phase}" for p in every if p.phase in TERMINAL]  # which ended, not replaced yet
         waiting += [f"{p.name} {p.phase}{', not ready' if p.phase == 'Running' else ''}" for p in mine
                     if not (p.phase == "Running" and p.ready) and not held_by_scheduler(p)]
     return "; ".join(waiting) or None

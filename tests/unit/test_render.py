@@ -574,6 +574,14 @@ def test_settled_ignores_pods_of_no_component_and_terminating_extras() -> None:
     assert settled(spec_of("node", 3, "conventions"), pods) is None
 
 
+def test_settled_beside_a_failed_pod_its_replacement_took_over_from() -> None:
+    pods = full_set(NODE_CONVENTIONS) + [pod("kube-apiserver-old", "kube-apiserver", "Failed", False, node="n1")]
+    assert settled(spec_of("node", 3, "conventions"), pods) is None
+    pods = replace(pods, "kube-apiserver-1", None)  # not replaced yet: one replica short
+    message = settled(spec_of("node", 3, "conventions"), pods)
+    assert message is not None and "kube-apiserver: 1 of 2 pods" in message
+
+
 @pytest.mark.parametrize(("form", "replicas"), [
     ("gep20", {"etcd-main": 3, "etcd-events": 3, "kube-apiserver": 3, "gardener-resource-manager": 3}),
     ("conventions", {"etcd-main": 3, "etcd-events": 3, "kube-apiserver": 3, "gardener-resource-manager": 2}),
