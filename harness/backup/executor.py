@@ -40,6 +40,7 @@ from harness.wait import first_within
 QUORUM_LOOK_S = 2.0  # an election in progress is not a quorum loss: look this long for a leader
 # Facts this fresh are the check "when its turn comes" of a task admitted a moment ago: without
 # quorum each look takes QUORUM_LOOK_S, and a recovery would wait twice for a leader that is gone.
+# Admission itself always reads the cluster anew.
 FACTS_FRESH_S = 1.0
 
 
@@ -98,8 +99,11 @@ class Executor:
         # API server stored them (their resourceVersion, unchanged until admitted).
         fresh = sorted((task for task in mine if t.state(task) is None),
                        key=lambda task: int(task["metadata"].get("resourceVersion") or 0))
+        # One reading of the cluster for the tasks seen together, taken now: one kept from an earlier
+        # pass could predate a fault these tasks were created after (two members lost at once).
+        facts = self.facts() if fresh else None
         for task in fresh:
-            self._admit(task, mine)
+            self._admit(task, mine, facts)  # type: ignore[arg-type]
         self._collect(mine)
         if any(t.state(task) == t.IN_PROGRESS for task in mine):
             return
@@ -115,9 +119,9 @@ class Executor:
         return [task for task in t.list_tasks(self.kube, self.namespace)
                 if (task.get("spec") or {}).get("etcdName", self.etcd_name) == self.etcd_name]
 
-    def _admit(self, task: dict[str, Any], mine: list[dict[str, Any]]) -> None:
+    def _admit(self, task: dict[str, Any], mine: list[dict[str, Any]], facts: t.ClusterFacts) -> None:
         name, kind = task["metadata"]["name"], task["spec"]["taskType"]
-        why = t.admit(task, mine, self.facts(FACTS_FRESH_S))
+        why = t.admit(task, mine, facts)
         if why is not None:
             code = "ERR_DUPLICATE_TASK" if why.startswith("duplicate") else "ERR_PRECONDITION_FAILED"
             self._finish(task, t.REJECTED, why, code, _created(task))

@@ -261,7 +261,10 @@ class FaultRunner:
             self.active.remove(a)
         if errors:
             raise FaultError("could not heal: " + "; ".join(errors) + "; run `harness heal`")
-        if wait and not self.active:
+        lasting = [a.id for a in targets if a.data.get("irreversible")]
+        if wait and lasting:  # data destroyed comes back from the backups or a new region, not a heal
+            self.timeline.mark("health", "after: not awaited", irreversible=lasting)
+        elif wait and not self.active:
             with self.timeline.span("health", "after"):
                 try:
                     # Connections that met silence for T s back off: TCP's next retransmission,

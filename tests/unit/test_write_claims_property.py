@@ -1,13 +1,16 @@
 """The write claims written once more, as simply as possible, and compared with the validators the
-steps use on generated probe histories: the longest gap, writes failing throughout, and how
-finely the probe places a resumption."""
+steps use on generated probe histories: the longest gap, writes failing throughout, how finely
+the probe places a resumption, and the writes a store lost ("no acknowledged write is lost" and
+a restore's RPO, which read the same keys through two functions)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
+from harness.probes.availability import ProbeHistory
 from harness.probes.samples import Sample
 from harness.validate import availability as av
+from harness.validate.history import lost_writes, seqs_from_keys
 
 # A probe history: each request (begin, how long, acknowledged) from one writer, in order.
 REQUESTS = st.lists(st.tuples(st.floats(0.001, 0.3), st.floats(0.001, 0.3), st.booleans()), max_size=40)
@@ -70,3 +73,28 @@ def test_what_the_probe_could_not_place_never_exceeds_the_gap(requests: list[tup
         ended = next(s for s in samples if s.ok and abs(s.end - gap.end) < 1e-9)
         before = max((s for s in samples if s.start < ended.start), key=lambda s: s.start)
         assert not before.ok
+
+
+PREFIX = "/probe/w/"
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(REQUESTS, st.data())
+def test_no_write_lost_and_the_restores_rpo_read_one_loss(requests: list[tuple[float, float, bool]],
+                                                         data: st.DataObject) -> None:
+    """What a member holds: any of the writes (acknowledged or not: a failed request may have been
+    applied), zero-padded or not, and keys of no probe write. A lost write, read plainly: an
+    acknowledged one whose key is not there. "No acknowledged write is lost" holds exactly when the
+    RPO step counts none, and both name the same writes and span."""
+    samples = history(requests)
+    held = data.draw(st.sets(st.sampled_from([s.seq for s in samples])) if samples else st.just(set()))
+    keys = [f"{PREFIX}{seq:06d}" if seq % 2 else f"{PREFIX}{seq}" for seq in held]
+    keys += data.draw(st.lists(st.sampled_from([f"{PREFIX}x", "/other/3", f"{PREFIX}", "/probe/w3"]), max_size=3))
+    lost_plainly = [s for s in samples if s.ok and s.seq not in held]
+
+    no_loss = not lost_writes(ProbeHistory(PREFIX, "zone-a", {}, samples).acked(), seqs_from_keys(keys, PREFIX))
+    rpo = av.writes_lost(samples, PREFIX, keys)
+    assert no_loss == (rpo.count == 0) == (not lost_plainly)
+    assert [s.seq for s in rpo.writes] == [s.seq for s in lost_plainly]
+    span = max(s.end for s in lost_plainly) - min(s.start for s in lost_plainly) if lost_plainly else 0.0
+    assert abs(rpo.seconds - span) < 1e-9
