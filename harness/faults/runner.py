@@ -142,11 +142,7 @@ class FaultRunner:
             return []
         for kind, target, options in what:
             self._chosen(kind, target, options)
-        if not self.active and not self.env.faults():
-            try:
-                self.env.wait_healthy(self.env.config.timeouts.member_ready)
-            except HarnessError as e:
-                raise FaultError(f"region is not healthy before injecting {len(what)} faults together: {e}") from None
+        self._check_before(" + ".join(kind for kind, _, _ in what), ", ".join(target for _, target, _ in what))
         done: list[ActiveFault | BaseException] = [RuntimeError("not run")] * len(what)
 
         def one(i: int) -> None:
