@@ -34,6 +34,7 @@ from harness.config import load_config
 from harness.faults.runner import FaultRunner
 from harness.load.runner import LoadRun, LoadSpec
 from harness.probes.catch_up import CatchUp
+from harness.validate.catch_up import figures as catch_up_figures
 from harness.providers.base import zone_pair
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.timeline import Timeline
@@ -59,7 +60,7 @@ def one_run(env: LocalEnvironment, gap: int, rate: float, workdir: Path) -> str:
         away = time.monotonic() - began
         logs = {m: Path(env.state["members"][m]["log"]) for m in (leader.name, member.name)}
         offsets = {m: path.stat().st_size for m, path in logs.items()}
-        figures = catch_up.end(lambda: runner.heal(wait=False), 600)
+        figures = catch_up_figures(catch_up.end(lambda: runner.heal(wait=False), 600))
         raft = {m: _read_from(path, offsets[m]) for m, path in logs.items()}
     finally:
         runner.heal(wait=False)

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from harness.config import load_config
 from harness.load.runner import LoadRun, LoadSpec
 from harness.probes.traffic import TrafficProbe
+from harness.validate.traffic import rates
 from harness.providers.base import zone_pair
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.timeline import Timeline
@@ -32,7 +33,7 @@ TXN_OPS = 128
 
 def _window(env: LocalEnvironment, seconds: float, during: Callable[[], object] | None = None) -> dict[str, Any]:
     time.sleep(1.0)
-    return TrafficProbe(env).measure(seconds, during)
+    return rates(*TrafficProbe(env).window(seconds, during))
 
 
 def _load(env: LocalEnvironment, workdir: Path, target: str, watchers: int = 0) -> LoadRun:

@@ -20,6 +20,7 @@ from harness.config import load_config
 from harness.load.profiles import resolve
 from harness.load.runner import LoadRun
 from harness.probes.traffic import TrafficProbe
+from harness.validate.traffic import rates
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.timeline import Timeline
 
@@ -35,7 +36,7 @@ def measure(env: LocalEnvironment, profile: str, seconds: float, workdir: Path) 
         run.wait_started()
     try:
         time.sleep(1.0)  # past the load's start-up
-        figures = TrafficProbe(env).measure(seconds)
+        figures = rates(*TrafficProbe(env).window(seconds))
     finally:
         if run is not None:
             run.stop()

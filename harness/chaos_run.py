@@ -20,14 +20,14 @@ from typing import Any, Callable
 from harness import judge
 from harness.errors import HarnessError
 from harness.faults.runner import FaultRunner
-from harness.kube import cluster
-from harness.probes import placement
+from harness.kube import cluster, placement
 from harness.probes.availability import AvailabilityProbe
 from harness.probes.converge import converged, converged_keys
 from harness.probes.etcd import hashkv
 from harness.probes.shoot_api import ShootApiProbe, gone_on_read_back, read_back_errors
-from harness.providers.base import Environment, Seed, shoot_etcd
-from harness.reference.components import ETCDS
+from harness.providers.base import Environment, shoot_etcd
+from harness.topology import Seed
+from harness.components import ETCDS
 from harness.reference.deploy import deploy
 from harness.reference.render import ReferenceSpec
 from harness.timeline import Timeline

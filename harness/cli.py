@@ -268,7 +268,7 @@ def _up(provider: Provider, config: Config, args: argparse.Namespace) -> int:
 
 
 def _deploy(provider: Provider, env: Environment, config: Config, args: argparse.Namespace) -> int:
-    from harness.probes.placement import table
+    from harness.kube.placement import table
     from harness.reference.deploy import deploy
     from harness.reference.render import ReferenceSpec
 

@@ -34,6 +34,7 @@ from harness import gobuild
 from harness.errors import ConfigError, PrerequisiteError
 from harness.gobuild import Progress
 from harness.kube import binaries
+from harness.files import cache_root
 
 GOMOD_DIR = Path(__file__).resolve().parent / "kube" / "gomod"
 GOFAIL = "go.etcd.io/gofail"
@@ -81,9 +82,7 @@ def digest(version: str, failpoints: bool) -> str:
 
 
 def default_cache_root(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path(env.get("HOME", "~")).expanduser() / ".cache"
-    return base / "ha-harness" / "etcd"
+    return cache_root("etcd", env)
 
 
 def cached_path(version: str, failpoints: bool, cache_root: Path | None = None) -> Path:

@@ -21,7 +21,7 @@ from harness.errors import HarnessError
 from harness.netns import NsHTTPConnection, NsHTTPSConnection
 
 if TYPE_CHECKING:
-    from harness.providers.base import EtcdTls
+    from harness.topology import EtcdTls
 
 
 class EtcdRequestError(HarnessError):

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from harness.errors import PrerequisiteError
 from harness.locks import held, holders
+from harness.files import cache_root
 
 Progress = Callable[[str], None]
 
@@ -198,10 +199,7 @@ class CachedProgram:
         return f"{self.pinned_version()}-{h.hexdigest()[:12]}"
 
     def cache_root(self, env: Mapping[str, str] | None = None) -> Path:
-        """The one place that reads XDG_CACHE_HOME and HOME for the program's cache."""
-        env = os.environ if env is None else env
-        base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path(env.get("HOME", "~")).expanduser() / ".cache"
-        return base / "ha-harness" / self.cache_dir
+        return cache_root(self.cache_dir, env)
 
     def path(self, cache_root: Path | None = None, *, build: bool = True, progress: Progress,
              heartbeat_s: float = 30.0) -> Path:

@@ -17,7 +17,7 @@ from harness.load.runner import LoadRun, new_workdir, region_loads
 from harness.probes.traffic import TrafficProbe
 from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
-from harness.validate.traffic import SOURCES, uncounted
+from harness.validate.traffic import SOURCES, rates, uncounted
 
 
 def _start(env: EtcdCluster, profile: str, processes: int = 1, out: Path | None = None,
@@ -80,7 +80,7 @@ def measure_traffic(env: EtcdCluster, args: argparse.Namespace) -> int:
     try:
         probe = TrafficProbe(env)
         time.sleep(1.0)  # past the load's start-up
-        figures = {"profile": args.profile} | probe.measure(args.seconds)
+        figures = {"profile": args.profile} | rates(*probe.window(args.seconds))
     finally:
         if run is not None:
             run.stop()

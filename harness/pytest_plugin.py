@@ -16,7 +16,6 @@ import signal
 import sys
 import time
 from pathlib import Path
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
@@ -26,13 +25,14 @@ from harness.config import PROVIDER_NAMES, Config, load_config, with_region
 from harness.errors import CapabilityMissing, EnvironmentStateError, HarnessError
 from harness.judge import Inconclusive
 from harness.faults.runner import FaultRunner
-from harness.probes.availability import AvailabilityProbe, ProbeHistory
 from harness.providers import get_provider
-from harness.providers.base import EtcdCluster, Environment, Provider, Seed, ShootEtcds, shoot_etcd
-from harness.providers.local.etcd import alive
-from harness.providers.local.region import EtcdMembers, LocalEnvironment, LocalRegion
+from harness.providers.base import EtcdCluster, Environment, Provider, ShootEtcds, shoot_etcd
+from harness.topology import Seed
+from harness.processes import pid_alive as alive
+from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.state import read_state
 from harness.steps import STEP_MODULES
+from harness.steps.holders import Exploration, Loads, Probes, Shoots
 from harness.teardown import take_down
 from harness.timeline import Timeline
 
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
     from harness.report.results import RunRecorder
     from harness.reference.render import ReferenceSpec
-    from harness.steps.scenario import Shoot
 
 SESSION_REGION = "pt"
 # Registered with this plugin, so a project with its own .feature files needs nothing else.
@@ -499,14 +498,15 @@ def diverged(env: EtcdCluster, timeout: float = 10.0) -> str | None:
     """Why the region is not fit for the next scenario, or None: every member answers, they reach
     one revision within `timeout` s, and they hold the same keys at it. The evidence: each member's
     revision (or how it failed to answer), or where they differ."""
-    from harness.probes.converge import settled_revisions, split_at
+    from harness.probes.converge import settled_revisions, stores_at
+    from harness.validate.history import store_split
 
     try:
         revisions, together = settled_revisions(env, timeout)
         if not together:
             return f"the members never reached one revision within {timeout:g} s: {revisions}"[:1200]
         revision = int(next(iter(revisions.values())))
-        how, split = split_at(env, revision)
+        how, split = store_split(stores_at(env, revision))
     except HarnessError as e:
         return str(e)[:600]
     return f"{how} differs at revision {revision}: {split}"[:1200] if split else None
@@ -637,15 +637,6 @@ def faults(env: Environment, timeline: Timeline) -> Iterator[FaultRunner]:
         runner.heal(wait=not _INTERRUPTED)
 
 
-@dataclass(frozen=True)
-class Exploration:
-    """What `--explore-seed` and `--explore-seconds` ask of an @explore scenario, and where it says so."""
-
-    seed: int | None
-    seconds: float | None
-    say: Callable[[str], None]
-
-
 @pytest.fixture
 def exploration(pytestconfig: pytest.Config) -> Exploration:
     return Exploration(pytestconfig.getoption("explore_seed"), pytestconfig.getoption("explore_seconds"),
@@ -685,77 +676,22 @@ def machine_probes(cloud: "AwsAccess", timeline: Timeline) -> Iterator[list[Any]
             probe.stop()
 
 
-class Shoots:
-    """Reference control planes deployed by one scenario; removed at its teardown."""
-
-    def __init__(self, config: Config, timeline: Timeline | None = None, pytestconfig: pytest.Config | None = None) -> None:
-        self.config, self.timeline, self.pytestconfig = config, timeline, pytestconfig
-        self.deployed: list[tuple[Seed, str]] = []
-        self.shoots: list["Shoot"] = []
-
-    def deploy(self, seed: Seed, spec: "ReferenceSpec", backup_store: Any = None) -> "Shoot":
-        from harness.reference.deploy import deploy
-        from harness.steps.scenario import Shoot
-
-        stand_in = self.pytestconfig.stash.get(_STAND_IN, None) if self.pytestconfig else None
+@pytest.fixture
+def shoots(harness_config: Config, timeline: Timeline, pytestconfig: pytest.Config) -> Iterator[Shoots]:
+    def make_room(spec: ReferenceSpec) -> None:
+        stand_in = pytestconfig.stash.get(_STAND_IN, None)
         if spec.real and stand_in is not None and stand_in.view is not None:
             # The local seed gives members fixed addresses and has one load balancer for shoot APIs:
             # one control plane runs for real at a time. The stand-in comes back when next needed.
-            _say(stand_in.pytestconfig, f"[harness] removing the control plane standing in for the region: "
-                                        f"{spec.namespace} runs for real now")
+            _say(pytestconfig, f"[harness] removing the control plane standing in for the region: "
+                               f"{spec.namespace} runs for real now")
             stand_in.remove()
-        self.deployed.append((seed, spec.namespace))
-        placed = deploy(seed, spec, self.config.timeouts.deploy, backup_store)
-        if self.timeline is not None:  # the placement table, for the report
-            self.timeline.mark("placement", spec.namespace, pods=[
-                {"pod": p.name, "component": p.component, "zone": p.zone, "node": p.node, "phase": p.phase} for p in placed])
-        self.shoots.append(Shoot(seed, spec, placed))
-        return self.shoots[-1]
 
-    def remove_all(self) -> None:
-        from harness.reference.deploy import undeploy
-
-        for shoot in self.shoots:  # views that hold connections (port-forwards) let go of them
-            for view in shoot.etcds.values():
-                getattr(view, "close", lambda: None)()
-        while self.deployed:
-            seed, namespace = self.deployed.pop()
-            undeploy(seed, namespace, self.config.timeouts.deploy, wait_namespace=False)
-
-
-@pytest.fixture
-def shoots(harness_config: Config, timeline: Timeline, pytestconfig: pytest.Config) -> Iterator[Shoots]:
-    s = Shoots(harness_config, timeline, pytestconfig)
+    s = Shoots(harness_config, timeline, make_room)
     try:
         yield s
     finally:
         s.remove_all()
-
-
-class Probes:
-    def __init__(self, timeline: Timeline) -> None:
-        self.timeline = timeline
-        self.running: list[Any] = []
-        self.histories: list[ProbeHistory] = []
-        self.records: list[dict[str, Any]] = []  # what probes without a history kept (a load balancer's reads)
-
-    def start(self, etcd: EtcdMembers, via_zone: str, interval: float, value_size: int = 0,
-              timeout: float | None = None) -> AvailabilityProbe:
-        return self.add(AvailabilityProbe(etcd, self.timeline, via_zone, interval, value_size, timeout).start())
-
-    def add(self, probe: Any) -> Any:
-        """Keep a started probe (anything with stop() -> a history, a record for the run's file,
-        or None when its samples are timeline events) until the scenario ends."""
-        self.running.append(probe)
-        return probe
-
-    def stop_all(self) -> None:
-        while self.running:
-            history = self.running.pop().stop()
-            if isinstance(history, dict):
-                self.records.append(history)
-            elif history is not None:
-                self.histories.append(history)
 
 
 @pytest.fixture
@@ -781,39 +717,6 @@ def _runs_dir(request: pytest.FixtureRequest, config: Config) -> Path:
     never changes what this run's page shows; else reports/runs."""
     recorder = request.config.stash.get(_RECORDER, None)
     return (recorder.run_dir if recorder is not None else config.reports_dir) / "runs"
-
-
-class Loads:
-    """Load runs a scenario started (locust, in client zones); stopped at its teardown, their
-    statistics on the timeline and their histories kept with the run's output. Runs that watch
-    are stopped behind one fence write, once every run's writers have stopped."""
-
-    def __init__(self, directory: Path, timeline: Timeline) -> None:
-        self.directory, self.timeline = directory, timeline
-        self.runs: list[Any] = []
-        self.fence_writer: Callable[[str, str], int] | None = None
-        self.fence: dict[str, Any] | None = None
-
-    def start(self, spec: Any, netns: str | None, fence: Callable[[str, str], int] | None = None) -> Any:
-        """Start a run; `fence(key, value) -> revision` writes the fence its watchers are judged by."""
-        from harness.load.runner import LoadRun
-
-        workdir = self.directory / f"load-{len(self.runs)}"
-        shutil.rmtree(workdir, ignore_errors=True)  # an earlier run of the same scenario
-        run = LoadRun(spec, netns, workdir, self.timeline).start()
-        self.runs.append(run)
-        self.fence_writer = fence or self.fence_writer
-        run.wait_started()
-        return run
-
-    def stop_all(self) -> list[dict[str, Any]]:
-        from harness.load.runner import stop_behind_fence
-
-        for run in self.runs:
-            run.stop_writers()
-        if self.fence is None and self.fence_writer is not None and any(r.watch_proc for r in self.runs):
-            self.fence = stop_behind_fence(self.runs, self.fence_writer)
-        return [run.finish() for run in self.runs]
 
 
 @pytest.fixture

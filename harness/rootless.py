@@ -31,7 +31,14 @@ NO_USERNS_HELP = (
 
 
 def needs_reexec() -> bool:
+    """Neither root nor inside the user namespace this module made."""
     return os.geteuid() != 0 and os.environ.get(ENV_FLAG) != "1"
+
+
+def namespace_holder() -> int | None:
+    """The pid of the process that owns the user namespace this process runs in, if it made one."""
+    held = os.environ.get(HOLDER_ENV)
+    return int(held) if held else None
 
 
 def start_holder() -> int:

@@ -6,9 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from harness.backup import tasks as t
+from harness.operator_tasks import tasks as t
 from harness.errors import CapabilityMissing, ConfigError, HarnessError
-from harness.providers.base import Environment, OperatorTasks, Seed, TaskEndpoint, shoot_etcd
+from harness.providers.base import Environment, OperatorTasks, TaskEndpoint, shoot_etcd
+from harness.topology import Seed
 
 SNAPSHOT_CHOICES = {"full": "full-snapshot", "delta": "delta-snapshot"}
 

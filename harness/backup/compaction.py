@@ -22,7 +22,7 @@ from harness.backup.store import BackupStore, Chain, SnapshotName, chain, decode
 from harness.command_lines import etcd_command
 from harness.errors import EnvironmentStateError
 from harness.etcd_gateway import EtcdClient, EtcdRequestError
-from harness.kube.processes import log_tail, spawn, terminate
+from harness.processes import log_tail, spawn, terminate
 from harness.wait import wait_for
 
 

@@ -39,7 +39,7 @@ from harness.backup.snapshots import save_full
 from harness.backup.store import BackupStore, SnapshotName, StoreSpec, encode_delta, full_name
 from harness.errors import HarnessError
 from harness.etcd_gateway import EtcdClient, EtcdRequestError
-from harness.providers.base import EtcdTls
+from harness.topology import EtcdTls
 
 STATUS_INTERVAL_S = 0.2  # how often the sidecar asks its member who leads
 STORE_TIMEOUT_S = 2.0  # connecting to the store; a response may take 6 times that

@@ -119,12 +119,13 @@ def cross_zone_traffic(seconds: float = 3.0, configuration: dict[str, Any] | Non
     """Cross-zone KiB/s over `seconds` (router counters, and etcd's peer metrics): {"total_kib_s", "pairs"},
     and the "gaps" and "resets" (failed scrapes, counters that went down) that left a figure None."""
     from harness.probes.traffic import TrafficProbe
+    from harness.validate.traffic import rates
 
     env = _etcd(environment(configuration))
     duration = positive(seconds, "seconds", MAX_PROBE_SECONDS)
 
     def run() -> dict[str, Any]:
-        figures = TrafficProbe(env).measure(duration)
+        figures = rates(*TrafficProbe(env).window(duration))
         return {"seconds": figures["seconds"], "total_kib_s": figures["total_kib_s"]["wire"],
                 "total_metrics_kib_s": figures["total_kib_s"]["metrics"],
                 "pairs": {p: v["wire_kib_s"] for p, v in figures["pairs"].items()},
@@ -137,9 +138,9 @@ def cross_zone_traffic(seconds: float = 3.0, configuration: dict[str, Any] | Non
 def placement(namespace: str = DEFAULT_NAMESPACE, component: str = "etcd-main", domain: str = "zone",
               configuration: dict[str, Any] | None = None) -> dict[str, Any]:
     """Where the seed placed a component's pods: {"per_domain": {zone: running pods}, "running",
-    "pending", "pods"} (harness.probes.placement against the seed)."""
+    "pending", "pods"} (harness.kube.placement against the seed)."""
     from harness.kube.cluster import connect
-    from harness.probes import placement as pl
+    from harness.kube import placement as pl
 
     _, provider = settings(configuration)
     env = environment(configuration)

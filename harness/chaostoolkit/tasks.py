@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from harness.backup import tasks as t
+from harness.operator_tasks import tasks as t
 from harness.chaostoolkit.actions import _inject, _leader_member, _recover
 from harness.chaostoolkit.context import bounded, environment, positive
 from harness.errors import CapabilityMissing, ConfigError, HarnessError

@@ -79,7 +79,7 @@ def at_most(limit: float, target: str | None = None, what: str | None = None, un
 
 def spread(domains: int, per_domain: int = 1, pending: int = 0, value: dict[str, Any] | None = None) -> bool:
     """Running pods spread over `domains` domains, `per_domain` each, and exactly `pending` Pending
-    (output of probes.placement)."""
+    (output of kube.placement)."""
     def check() -> None:
         counts = value["per_domain"]
         judge.equal(len(counts), int(domains), f"{value['component']}: {value['domain']}s with running pods ({counts})")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, runtime_checkable
 
 from harness.providers.base import Environment
+
+if TYPE_CHECKING:
+    from harness.config import Timeouts
 
 
 def _no_record(data: dict[str, Any]) -> None:
@@ -39,13 +42,38 @@ class Fault(Protocol):
         """Remove the effect. Idempotent: safe to call twice, or after a half-done inject.
         `data` is what inject returned or recorded so far, always with the fault's `run_id`."""
 
-    def plan(self, env: Environment, target: str) -> str:
-        """What inject would do, for a dry run; changes nothing. Optional: the runner says
-        "apply KIND on TARGET" for a fault without one. (Also optional: `waits_up_to(timeouts)`,
-        seconds an inject waits on purpose, added to its time limit; `effect(env, target, data)`,
-        evidence of the effect or None, which the runner polls for when it took effect; and
-        `effect_reads_late = True` where that look reads an API back that may not show a change
-        already in effect, so a look that saw nothing does not narrow when it took effect.)"""
+
+# What a fault may offer besides: the runner asks each with isinstance.
+@runtime_checkable
+class Planned(Protocol):
+    def plan(self, env: Environment, target: str) -> str | None:
+        """What inject would do, for a dry run; changes nothing. Without it (or None) the runner
+        says "apply KIND on TARGET"."""
+
+
+@runtime_checkable
+class WaitsOnPurpose(Protocol):
+    def waits_up_to(self, timeouts: Timeouts) -> float:
+        """Seconds an inject waits on purpose (a drain retrying evictions), added to its time limit."""
+
+
+@runtime_checkable
+class Observable(Protocol):
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Evidence that the effect is in place, or None: the runner polls it for when the fault took
+        effect. A fault without it is taken as in place once applied, and the timeline says so."""
+
+
+@runtime_checkable
+class ReadsBackLate(Protocol):
+    """An Observable whose look reads an API back that may not show a change already in effect
+    (`effect_reads_late = True`): a look that saw nothing does not narrow when it took effect."""
+
+    effect_reads_late: bool
+
+
+def reads_back_late(fault: object) -> bool:
+    return isinstance(fault, ReadsBackLate) and fault.effect_reads_late
 
 
 def lacks(env: Environment, capability: type, what: str) -> str | None:

@@ -25,10 +25,11 @@ from typing import Any, ClassVar
 
 from harness.config import Config, from_dict, to_dict
 from harness.errors import ConfigError, HarnessError
-from harness.faults.base import Fault, Injection
-from harness.kube.processes import ProcessRecord, signal_group, spawn
+from harness.faults.base import Fault, Injection, Observable
+from harness.processes import ProcessRecord, signal_group, spawn
 from harness.providers.base import Environment
 from harness.wait import first_within
+from harness.files import replace_text
 
 STOP_WAIT_S = 10.0  # a flapper told to stop heals and exits within this
 
@@ -83,7 +84,7 @@ class Flapping:
             raise HarnessError(f"the flapping process failed: {now['error']}")
         if not now.get("applied"):
             return None
-        evidence = getattr(self.inner, "effect", lambda *_: {"observed": False})(env, target, now["data"])
+        evidence = self.inner.effect(env, target, now["data"]) if isinstance(self.inner, Observable) else {"observed": False}
         return {"flaps": now["flaps"], "seed": self.seed, **evidence} if evidence else None
 
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
@@ -118,9 +119,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 def _write(path: Path, **state: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state))
-    tmp.replace(path)
+    replace_text(path, json.dumps(state), 0o644)
 
 
 def _still_wanted(config: Config, run_id: str) -> bool:

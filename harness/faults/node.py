@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.errors import ConfigError
 from harness.faults.base import Injection, lacks
-from harness.providers.base import Environment, NodeFailures, Topology
+from harness.providers.base import Environment, NodeFailures
+from harness.topology import Topology
 
 if TYPE_CHECKING:
     from harness.faults.aws import AwsInstanceFailure

@@ -18,7 +18,7 @@ from typing import Any, Callable, Collection
 
 from harness.errors import ConfigError, FaultError, FaultUnavailable, HarnessError
 from harness.faults import get_fault, watchdog
-from harness.faults.base import Fault, Injection
+from harness.faults.base import Fault, Injection, Observable, Planned, WaitsOnPurpose, reads_back_late
 from harness.providers.base import Cloud, Environment
 from harness.timeline import Event, Timeline
 from harness.wait import bounded
@@ -75,8 +75,7 @@ class FaultRunner:
     def plan(self, kind: str, target: str, options: dict[str, Any] | None = None) -> str:
         """What inject would do (a dry run): validated like inject, and nothing is changed."""
         fault, target = self._chosen(kind, target, options)
-        describe = getattr(fault, "plan", None)
-        text = describe(self.env, target) if describe is not None else None  # None: nothing more to say
+        text = fault.plan(self.env, target) if isinstance(fault, Planned) else None  # None: nothing more to say
         if text is None:
             return f"Apply {kind} on {target} in the {self.env.provider} environment.\nDry run: nothing was changed."
         return str(text)
@@ -114,7 +113,7 @@ class FaultRunner:
         ctx = Injection(base["run_id"], record)
         timeouts = self.env.config.timeouts
         # A fault that waits on purpose (a drain retrying evictions) gets that wait on top.
-        timeout = timeouts.fault_apply + float(getattr(fault, "waits_up_to", lambda t: 0.0)(timeouts))
+        timeout = timeouts.fault_apply + (float(fault.waits_up_to(timeouts)) if isinstance(fault, WaitsOnPurpose) else 0.0)
         still_running: list[threading.Thread] = []
         try:
             data = _with_timeout(lambda: fault.inject(self.env, target, ctx), timeout, f"inject {kind} on {target}",
@@ -172,8 +171,7 @@ class FaultRunner:
         look that did not see it began (never, for a fault whose look reads back late; see
         ActiveFault.effective_after), and `effective_at`, when the first look that did see it ended. A fault
         whose effect cannot be observed is taken as in place once applied, and says so."""
-        look = getattr(fault, "effect", None)
-        if look is None:
+        if not isinstance(fault, Observable):
             event.data.update(effective_at=event.data["injected_at"],
                               effect={"observed": False, "why": "not observable; taken as in place once applied"})
             return
@@ -183,13 +181,13 @@ class FaultRunner:
         while True:
             looked, failed = self.timeline.now(), False
             try:
-                evidence = look(self.env, target, data)
+                evidence = fault.effect(self.env, target, data)
             except HarnessError as e:  # an observation that failed is no evidence, either way
                 evidence, last, failed = None, f"{type(e).__name__}: {e}", True
             if evidence:
                 event.data.update(effective_at=self.timeline.now(), effect={"observed": True, **evidence})
                 return
-            if not failed and not getattr(fault, "effect_reads_late", False):
+            if not failed and not reads_back_late(fault):
                 event.data["effective_after"] = looked  # it looked, and the fault was not in effect yet
             if time.monotonic() - began > bound:
                 raise FaultError(f"{kind} on {target} was applied, but its effect was not observed within "

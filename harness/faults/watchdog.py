@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from harness.config import Config, from_dict, to_dict
 from harness.errors import HarnessError
-from harness.kube.processes import ProcessRecord, signal_group, spawn
+from harness.processes import ProcessRecord, signal_group, spawn
 
 POLL_S = 1.0
 RETRY_S = 5.0

@@ -43,7 +43,8 @@ from harness.kube.controlplane import AGENT_LABEL, AGENT_NODE_ANNOTATION, ZONE_L
 from harness.kube import etcd_tls
 from harness.kube.pki import pki_files
 from harness.kube.vantage import RELAY_PORT
-from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
+from harness.processes import ProcessRecord, log_tail, spawn, terminate
+from harness.files import replace_text
 
 # Pods of a StatefulSet get a fixed address in their zone: <zone subnet>.<IP_BASE + ordinal>. A
 # member pinned to its zone by its volume keeps its peer address wherever it is rescheduled.
@@ -146,9 +147,7 @@ class Agent:
         return {uid: Running(**r) for uid, r in raw.items()}
 
     def _save(self) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({uid: asdict(r) for uid, r in self.running.items()}, indent=1))
-        tmp.replace(self.state_path)
+        replace_text(self.state_path, json.dumps({uid: asdict(r) for uid, r in self.running.items()}, indent=1), 0o644)
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> None:
@@ -382,7 +381,7 @@ class Agent:
 
     def _client_tls(self, pod: Any) -> Any:
         """The member's client certificate (etcd-druid's, for its sidecar), or None for plain HTTP."""
-        from harness.providers.base import EtcdTls
+        from harness.topology import EtcdTls
 
         files = self._mounted(pod, {etcd_tls.CLIENT_CA_VOLUME: etcd_tls.CA_SECRET,
                                     etcd_tls.CLIENT_TLS_VOLUME: etcd_tls.CLIENT_SECRET})

@@ -28,6 +28,7 @@ from pathlib import Path
 from harness import gobuild
 from harness.errors import PrerequisiteError
 from harness.gobuild import Progress
+from harness.files import cache_root
 
 KUBERNETES_VERSION = "v1.36.3"
 KWOK_VERSION = "v0.8.0"
@@ -97,11 +98,10 @@ def sources_from_env(explicit_dir: Path | None = None, env: Mapping[str, str] | 
     """The one place that reads KUBEBUILDER_ASSETS, XDG_CACHE_HOME and HOME."""
     env = os.environ if env is None else env
     assets = env.get("KUBEBUILDER_ASSETS") or None
-    cache_base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path(env.get("HOME", "~")).expanduser() / ".cache"
     return BinarySources(
         explicit_dir=explicit_dir,
         assets_dir=Path(assets) if assets else None,
-        cache_root=cache_base / "ha-harness" / "kube",
+        cache_root=cache_root("kube", env),
     )
 
 

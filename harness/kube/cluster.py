@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from harness.errors import ConfigError, HarnessError
 from harness.kube.controlplane import HOST_LABEL, LIFECYCLE_TAINTS, ZONE_LABEL
-from harness.providers.base import KubeAccess
+from harness.topology import KubeAccess
 
 # Nodes the harness cordoned carry this annotation, so `harness heal` finds them after a crash.
 CORDONED_BY = "ha-harness/cordoned"

@@ -36,7 +36,7 @@ from harness.kube.pki import (
     generate_pki,
     write_kubeconfig,
 )
-from harness.kube.processes import (
+from harness.processes import (
     ProcessRecord,
     log_tail,
     process_state,
@@ -46,6 +46,7 @@ from harness.kube.processes import (
 )
 from harness.kube.timings import DEFAULT_TIMINGS, KubeTimings
 from harness.wait import wait_for, wait_serving
+from harness.files import replace_text
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -248,9 +249,7 @@ class ControlPlane:
         return cp
 
     def _save_state(self) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_state(), indent=2))
-        os.replace(tmp, self.state_path)
+        replace_text(self.state_path, json.dumps(self.to_state(), indent=2), 0o644)
 
     # --- processes ------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import EnvironmentStateError
-from harness.providers.base import EtcdTls
+from harness.topology import EtcdTls
 
 # etcd-druid's volume names in a member's pod (its StatefulSet builder), and the keys inside.
 CLIENT_CA_VOLUME = "client-url-ca-etcd"

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 import yaml
 
 from harness.errors import ConfigError
+from harness.files import replace_text
 
 
 @contextmanager
@@ -50,11 +51,7 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     # Through a symlinked kubeconfig to the file it names, as kubectl writes; the temporary file
     # holds a client key, so it is 0600 from its first byte.
     path = path.resolve()
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(yaml.safe_dump(data, sort_keys=False))
-    os.replace(tmp, path)
+    replace_text(path, yaml.safe_dump(data, sort_keys=False))
 
 
 def _without(entries: list[dict[str, Any]] | None, name: str) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError
-from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
+from harness.processes import ProcessRecord, log_tail, spawn, terminate
 from harness.wait import wait_serving
 
 FRONTEND = "apiserver"

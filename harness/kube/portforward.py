@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable
 
 from harness.kube import cluster
-from harness.providers.base import KubeAccess
+from harness.topology import KubeAccess
 
 # Opens that may wait on an unreachable kubelet at once; later connections are refused at once, as
 # a probe would see it anyway, instead of piling up threads that wait the API server's dial timeout.

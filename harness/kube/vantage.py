@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.kube import cluster
 from harness.kube.controlplane import AGENT_LABEL, ZONE_LABEL
-from harness.providers.base import KubeAccess
+from harness.topology import KubeAccess
 from harness.wait import wait_for
 
 RELAY_PORT = 3128

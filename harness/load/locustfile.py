@@ -44,6 +44,7 @@ from locust.stats import CSV_STATS_INTERVAL_SEC
 from harness.load.client import KV, LIBRARIES, ClientTls, KVError
 from harness.load.history import tag
 from harness.load.runner import WORKERS_ACCOUNT
+from harness.files import replace_text
 
 PROFILES = ("put", "write", "range", "mixed")
 RANGE_KEYS = 1000
@@ -200,8 +201,7 @@ class _Gather:
 
     def _account(self, final: bool) -> None:
         path = self.directory / WORKERS_ACCOUNT
-        path.with_suffix(".tmp").write_text(json.dumps({"final": final, "workers": self.workers}))
-        path.with_suffix(".tmp").replace(path)  # whole, for a reader polling it
+        replace_text(path, json.dumps({"final": final, "workers": self.workers}), 0o644)  # whole, for a reader polling it
 
 
 def _tls(opts: Any) -> ClientTls | None:

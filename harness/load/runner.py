@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from harness import netns as ns
 from harness.errors import ConfigError, HarnessError, WaitAbandoned, WaitTimeout
-from harness.providers.base import EtcdTls
+from harness.topology import EtcdTls
 from harness.timeline import Event, Timeline
 from harness.wait import first_within, wait_serving
 

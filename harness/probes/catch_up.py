@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from harness.errors import HarnessError
 from harness.etcd_gateway import Status
-from harness.probes.traffic import TrafficProbe
+from harness.probes.traffic import TrafficProbe, TrafficSample
 from harness.providers.base import EtcdCluster, Environment
 from harness.wait import wait_for
 
@@ -67,6 +67,24 @@ def _status(etcd: EtcdCluster, member: str) -> Status:
     return status
 
 
+@dataclass(frozen=True)
+class CatchUpReadings:
+    """What a catch-up observed: the leader's readings as the member went (`away`), just before its
+    return (`returned`) and once it had caught up (`reached`); the revisions; the traffic samples
+    around the catch-up; the monotonic times of the return and of the catch-up."""
+
+    leader: str
+    revision_before: int  # the member's own as it went
+    target: int  # the leader's at the return
+    away: LeaderReading
+    returned: LeaderReading
+    reached: LeaderReading
+    back_at: float
+    caught_up_at: float
+    traffic_first: TrafficSample
+    traffic_last: TrafficSample
+
+
 class CatchUp:
     """Begun as the member's zone goes (`begin`, with the member's revision then), ended once it
     has caught up (`end`): the leader's CPU before the return is read over the time away, so that
@@ -96,13 +114,10 @@ class CatchUp:
         """As the member is cut off; `revision` is the member's own just before."""
         self.away = (leader_reading(self.etcd, self.leader, self.member_id), revision)
 
-    def end(self, returned: Callable[[], object], timeout: float) -> dict[str, Any]:
+    def end(self, returned: Callable[[], object], timeout: float) -> CatchUpReadings:
         """`returned()` brings the member's zone back; then until the member has the revision the
-        leader had right after. Figures: seconds, revisions behind at the return, MiB per zone
-        pair, the leader's snapshots sent to it, the MiB it counts as sent to it and its
-        database's size, its CPU per second while the member was away and during the catch-up."""
-        from harness.validate.traffic import rates
-
+        leader had right after. The readings before, at and after the return
+        (harness.validate.catch_up.figures makes the figures of them)."""
         assert self.away is not None, "begin() first"
         before, revision_before = self.away
         last = leader_reading(self.etcd, self.leader, self.member_id)
@@ -112,20 +127,10 @@ class CatchUp:
         target = _status(self.etcd, self.leader).revision
         wait_for(lambda: self._revision(), lambda r: r is not None and r >= target,
                  f"{self.member} to reach revision {target}, the leader's at its return", timeout, interval=0.1)
-        took = time.monotonic() - back
+        caught_up = time.monotonic()
         reached = leader_reading(self.etcd, self.leader, self.member_id)
-        figures = rates(first, self.traffic.sample())
-        return {"seconds": round(took, 2), "target_revision": target, "revision_before": revision_before,
-                "behind": target - revision_before, "away_s": round(back - before.at, 2),
-                "mib": {pair: round(v["wire_kib_s"] * figures["seconds"] / 1024, 2) if v["wire_kib_s"] is not None else None
-                        for pair, v in figures["pairs"].items()},
-                "window_s": figures["seconds"], "not_available": figures.get("not_available", {}),
-                "snapshots_sent": reached.snapshots_sent - last.snapshots_sent,
-                "leader_counted_mib": round((reached.sent_bytes - last.sent_bytes) / 2**20, 2),
-                "leader_db_mib": round(reached.db_bytes / 2**20, 2),
-                "leader": self.leader,
-                "leader_cpu_before": round((last.cpu_seconds - before.cpu_seconds) / max(last.at - before.at, 1e-3), 3),
-                "leader_cpu_during": round((reached.cpu_seconds - last.cpu_seconds) / max(reached.at - last.at, 1e-3), 3)}
+        return CatchUpReadings(self.leader, revision_before, target, before, last, reached, back, caught_up,
+                               first, self.traffic.sample())
 
     def _revision(self) -> int | None:
         status = self.etcd.status()[self.member]

@@ -57,19 +57,17 @@ def settled_revisions(env: EtcdCluster, timeout: float) -> tuple[dict[str, int |
     return {n: s if isinstance(s, str) else s.revision for n, s in statuses.items()}, True
 
 
-def split_at(env: EtcdCluster, revision: int) -> tuple[str, dict[str, Any]]:
-    """Whether the members hold the same keys at `revision`: by their HashKV there, or, on a release
-    whose gateway has no HashKV (v3.5.5's), by their own histories through it, which say where they
-    first differ. ("HashKV" or "history", and what differs: empty when they agree.)"""
+def stores_at(env: EtcdCluster, revision: int) -> tuple[str, Any]:
+    """What says whether the members hold the same keys at `revision`: their HashKV there, or, on a
+    release whose gateway has no HashKV (v3.5.5's), their own histories through it
+    (harness.validate.history.store_split compares either)."""
     from harness.etcd_gateway import EtcdUnsupported
     from harness.probes.etcd import hashkv, histories
-    from harness.validate.history import diverging_hashes, first_divergence
 
     try:
-        return "HashKV", diverging_hashes(hashkv(env, revision))
+        return "HashKV", hashkv(env, revision)
     except EtcdUnsupported:
-        found, oldest = histories(env, revision)
-        return "history", first_divergence(found, oldest)
+        return "history", histories(env, revision)
 
 
 def _failure_kind(error: str) -> str:

@@ -23,7 +23,8 @@ from typing import Any
 
 from harness.errors import CapabilityMissing, HarnessError
 from harness.netns import NsHTTPSConnection
-from harness.providers.base import EtcdCluster, LoadBalancerTargets, Seed, reach
+from harness.providers.base import EtcdCluster, LoadBalancerTargets, reach
+from harness.topology import Seed
 from harness.timeline import Timeline
 
 EVENT = "detector"
@@ -98,7 +99,7 @@ def shoot_sources(seed: Seed, namespace: str, env: object) -> list[Source]:
     """The shoot's kube-apiservers' /readyz, each read from its own zone as its kubelet would, the
     load balancer's verdict on them (where the environment can say it), and the seed's nodes."""
     from harness.kube import cluster
-    from harness.probes import placement
+    from harness.kube import placement
 
     api = cluster.connect(seed.kube)
     pods = [p for p in placement.observe(api, namespace) if p.component == "kube-apiserver" and p.ip and p.serving]

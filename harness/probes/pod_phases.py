@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable
 
-from harness.probes.placement import PodPlacement
+from harness.kube.placement import PodPlacement
 from harness.timeline import Timeline
 
 INTERVAL = 1.0  # s: a zone outage's effects on pods take tens of seconds; more would only load the seed
@@ -47,7 +47,7 @@ class PodPhaseSampler:
     def of_seed(cls, kube: Any, namespace: str, timeline: Timeline, interval: float = INTERVAL) -> PodPhaseSampler:
         """Sampling the pods of `namespace` through the seed's API (`kube`: its KubeAccess)."""
         from harness.kube import cluster
-        from harness.probes import placement
+        from harness.kube import placement
 
         api = cluster.connect(kube)
         return cls(lambda: placement.observe(api, namespace), timeline, namespace, interval)

@@ -25,7 +25,8 @@ from harness.errors import CapabilityMissing, HarnessError
 from harness.kube import cluster
 from harness.probes.availability import ProbeHistory
 from harness.probes.samples import Sample
-from harness.providers.base import Seed, reach
+from harness.providers.base import reach
+from harness.topology import Seed
 from harness.netns import NsHTTPSConnection
 from harness.timeline import Timeline
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from harness.errors import HarnessError
 from harness.etcd_gateway import Status
-from harness.providers.base import EtcdCluster, Environment, Member, ZoneTrafficCounters, zone_pair
+from harness.providers.base import EtcdCluster, Environment, ZoneTrafficCounters, zone_pair
+from harness.topology import Member
 
 _SENT = re.compile(r'^etcd_network_peer_sent_bytes_total\{To="([0-9a-f]+)"\} ([0-9.e+]+)$', re.M)
 _STARTED = re.compile(r"^process_start_time_seconds ([0-9.e+]+)$", re.M)
@@ -40,6 +41,7 @@ class TrafficSample:
     at: float  # time.monotonic()
     wire: dict[str, int] | None  # "zone-a->zone-b" -> bytes forwarded so far; None: not counted here
     metrics: dict[str, Scrape] = field(default_factory=dict)  # member -> its peer metrics
+    wire_unavailable: str | None = None  # why `wire` is None: this environment has no counters there
 
 
 def parse_metrics(text: str, zone: str, zone_of_id: dict[str, str]) -> Scrape:
@@ -88,20 +90,14 @@ class TrafficProbe:
 
     def sample(self) -> TrafficSample:
         wire = self.counters.zone_pair_bytes() if self.counters is not None else None
-        return TrafficSample(time.monotonic(), wire, metric_scrapes(self.etcd, self._zone_of_id))
+        return TrafficSample(time.monotonic(), wire, metric_scrapes(self.etcd, self._zone_of_id), self.wire_unavailable)
 
-    def measure(self, seconds: float, during: Callable[[], object] | None = None) -> dict[str, Any]:
-        """KiB/s per zone pair and in total over the next `seconds`, from both sources, with what
-        could not be counted (harness.validate.traffic.rates) and, under "not_available", a source
-        this environment does not have and why. `during()` runs at the window's start, inside it;
-        the window is never shorter than `seconds`, and lasts as long as `during` if that is longer."""
-        from harness.validate.traffic import rates  # it imports this module
-
+    def window(self, seconds: float, during: Callable[[], object] | None = None) -> tuple[TrafficSample, TrafficSample]:
+        """A sample now and one `seconds` later (harness.validate.traffic.rates between them gives
+        the figures). `during()` runs at the window's start, inside it; the window is never shorter
+        than `seconds`, and lasts as long as `during` if that is longer."""
         first = self.sample()
         if during is not None:
             during()
         time.sleep(max(0.0, seconds - (time.monotonic() - first.at)))
-        figures = rates(first, self.sample())
-        if self.wire_unavailable:
-            figures["not_available"] = {"wire": self.wire_unavailable}
-        return figures
+        return first, self.sample()

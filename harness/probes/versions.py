@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.kube import cluster
-from harness.providers.base import KubeAccess
+from harness.topology import KubeAccess
 
 KUBE_API = "seed API /version"
 KUBE_PINNED = "pinned (the seed was not started in this run)"

@@ -19,7 +19,8 @@ from harness.config import Config
 from harness.errors import ConfigError, EnvironmentStateError
 from harness.kube import cluster
 from harness.kube.controlplane import AGENT_NODE_ANNOTATION
-from harness.providers.base import EtcdCluster, KubeAccess, Node, Seed, Topology
+from harness.providers.base import EtcdCluster
+from harness.topology import KubeAccess, Node, Seed, Topology
 from harness.providers.kube_etcd import KubeEtcd
 from harness.providers.state import StateBacked, read_state, write_state
 from harness.wait import wait_for

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from harness.errors import CapabilityMissing, HarnessError
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
-from harness.providers.base import EtcdTls, Member, Topology
+from harness.topology import EtcdTls, Member, Topology
 from harness.wait import wait_for
 
 if TYPE_CHECKING:

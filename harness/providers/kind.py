@@ -22,7 +22,8 @@ from harness.config import Config
 from harness.errors import EnvironmentStateError, FaultError, PrerequisiteError
 from harness.kube.controlplane import ZONE_LABEL
 from harness.providers import kind_links
-from harness.providers.base import LinkImpairment, Seed
+from harness.providers.base import LinkImpairment
+from harness.topology import Seed
 from harness.providers.cluster import ClusterEnvironment, ClusterProvider, seed_of
 from harness.providers.state import write_state
 

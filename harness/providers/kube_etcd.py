@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Callable
 
 from harness.errors import EnvironmentStateError
 from harness.etcd_gateway import EtcdClient
-from harness.kube import cluster, etcd_tls, vantage
+from harness.kube import cluster, etcd_tls, placement, vantage
 from harness.kube.portforward import PortForward
 from harness.netns import NsHTTPSConnection
-from harness.probes import placement
-from harness.providers.base import Member, Seed
+from harness.topology import Member, Seed
 from harness.providers.etcd_view import EtcdView, read_health, read_metrics
 
 if TYPE_CHECKING:

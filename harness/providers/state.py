@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 from typing import Any, Callable
 
 from harness.errors import EnvironmentStateError
 from harness.locks import held
+from harness.files import replace_text
 
 
 def state_path(state_dir: Path, region: str) -> Path:
@@ -35,12 +35,7 @@ def write_state(path: Path, state: dict[str, Any]) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = 0o644
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        os.fchmod(fd, mode)
-        out.write(json.dumps(state, indent=1))
-    os.replace(tmp, path)
+    replace_text(path, json.dumps(state, indent=1), mode)
 
 
 def update_state(path: Path, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -96,10 +91,10 @@ class StateBacked:
 
 def stop_watchdogs(state: dict[str, Any] | None) -> list[str]:
     """Stop the watchdogs of the faults still in the ledger: the environment they would heal is
-    going away (see harness.faults.watchdog; a record is a harness.kube.processes.ProcessRecord)."""
+    going away (see harness.faults.watchdog; a record is a harness.processes.ProcessRecord)."""
     import signal
 
-    from harness.kube.processes import ProcessRecord, signal_group
+    from harness.processes import ProcessRecord, signal_group
 
     stopped = []
     for entry in (state or {}).get("faults", []):

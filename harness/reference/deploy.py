@@ -8,13 +8,12 @@ from typing import Any
 
 from harness.backup.store import StoreSpec
 from harness.errors import CapabilityMissing, ConfigError
-from harness.kube import cluster, etcd_tls
+from harness.kube import cluster, etcd_tls, placement
 from harness.kube.cluster import apply
 from harness.kube.agent import BACKUP_SECRET, PKI_SECRET, RUNNING_ANNOTATION
-from harness.probes import placement
-from harness.probes.placement import PodPlacement
-from harness.providers.base import Seed
-from harness.reference.components import COMPONENTS, ETCDS
+from harness.kube.placement import PodPlacement
+from harness.topology import Seed
+from harness.components import COMPONENTS, ETCDS
 from harness.reference.render import ETCD_VOLUME_SIZE, ReferenceSpec, backup_prefix, render, replicas
 from harness.wait import first_within, wait_for
 

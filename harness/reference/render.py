@@ -26,7 +26,7 @@ from harness.kube.agent import (BACKUP_CONTAINER, BACKUP_IMAGE, BACKUP_PORT, BAC
 from harness.kube.controlplane import AGENT_LABEL
 from harness.kube.podgc import SEED_LB_CLASS
 from harness.reference import conventions as conv
-from harness.reference.components import COMPONENTS, CONTROLPLANE_ROLE, ETCDS, Component
+from harness.components import COMPONENTS, CONTROLPLANE_ROLE, ETCDS, Component
 
 FORMS = ("gep20", "conventions")
 TOLERANCES = ("none", "node", "zone")

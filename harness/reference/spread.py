@@ -10,10 +10,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from harness.kube import cluster
+from harness.kube import cluster, placement
 from harness.kube.controlplane import HOSTNAME_LABEL, ZONE_LABEL
-from harness.probes import placement
-from harness.probes.placement import PodPlacement
+from harness.kube.placement import PodPlacement
 from harness.reference.deploy import held_by_scheduler
 
 REVISION_LABEL = "pod-template-hash"  # set by the Deployment controller on each ReplicaSet's pods

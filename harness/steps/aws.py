@@ -13,7 +13,7 @@ from harness.aws.access import AwsAccess
 from harness.aws.machines import MachineApiProbe
 from harness.errors import CapabilityMissing
 from harness.faults.runner import FaultRunner
-from harness.providers.base import EtcdCluster
+from harness.providers.base import Environment, EtcdCluster
 from harness.steps.faults import apply_faults
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
@@ -37,7 +37,8 @@ def _(cloud: AwsAccess) -> None:
 
 @given(parsers.parse('a machine probe creates and deletes a machine in zone "{zone}" every {seconds:g} s'),
        target_fixture="machine_probe")
-def _(cloud: AwsAccess, env, timeline: Timeline, machine_probes: list[Any], zone: str, seconds: float) -> MachineApiProbe:
+def _(cloud: AwsAccess, env: Environment, timeline: Timeline, machine_probes: list[Any], zone: str,
+      seconds: float) -> MachineApiProbe:
     if cloud.machine_credentials is None or cloud.image_id is None:
         raise CapabilityMissing("the AWS account has no machine controller to probe: configure [aws] machine_principal, "
                                 "machine_profile (its credentials) and image_id (what the probe launches)")
@@ -77,18 +78,18 @@ def _(etcd: EtcdCluster, faults: FaultRunner, node: str, mode: str) -> Outage:
 
 
 @when("the network ACLs and the machine credentials are restored", target_fixture="outage")
-def _(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+def _(env: Environment, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
     return _restore(env, faults, timeline, outage, ("aws-zone-outage", "aws-revoke-credentials"))
 
 
 @when("the network ACLs are restored", target_fixture="outage")
-def _(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+def _(env: Environment, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
     """Only the ACLs: revoked credentials stay revoked."""
     return _restore(env, faults, timeline, outage, ("aws-zone-outage",))
 
 
 @when("the instance is started again", target_fixture="outage")
-def _(env, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+def _(env: Environment, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
     return _restore(env, faults, timeline, outage, ("aws-instance-stop", "aws-instance-terminate", "aws-instance-reboot"))
 
 

@@ -8,7 +8,7 @@ from typing import Any, Callable
 from pytest_bdd import given, parsers, then, when
 
 from harness import judge
-from harness.backup import tasks
+from harness.operator_tasks import tasks
 from harness.backup.store import DELTA, FULL
 from harness.errors import CapabilityMissing, ConfigError, WaitTimeout
 from harness.probes.availability import AvailabilityProbe
@@ -19,6 +19,9 @@ from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.wait import first_within, poll_within, wait_for
+from harness.faults.runner import FaultRunner
+from harness.steps.holders import Probes
+from harness.topology import Seed
 
 
 @given(parsers.parse("a fresh region with {members:d} etcd members spread over {zones:d} zones, backed up with a delta "
@@ -48,7 +51,7 @@ def _volume(env: Any, etcd: EtcdCluster, member: str) -> tuple[str, str, dict[st
 
 
 @when("the volumes of the etcd leader and one follower are lost", target_fixture="outage")
-def _(env, etcd: EtcdCluster, faults) -> Outage:
+def _(env: Environment, etcd: EtcdCluster, faults: FaultRunner) -> Outage:
     """Permanent quorum loss: two of three members' volumes destroyed with their pods at once, the
     leader's (whose sidecar holds the events not yet in the store) among them. At once: lost one
     after the other, the two left could elect a leader between the losses whose sidecar, losing
@@ -59,30 +62,30 @@ def _(env, etcd: EtcdCluster, faults) -> Outage:
 
 
 @when(parsers.parse('the volume of member "{member}" is lost'), target_fixture="outage")
-def _(env, etcd: EtcdCluster, faults, member: str) -> Outage:
+def _(env: Environment, etcd: EtcdCluster, faults: FaultRunner, member: str) -> Outage:
     return apply_faults(etcd, faults, [_volume(env, etcd, member)])
 
 
 @when("the volumes of every member are lost", target_fixture="outage")
-def _(env, etcd: EtcdCluster, faults) -> Outage:
+def _(env: Environment, etcd: EtcdCluster, faults: FaultRunner) -> Outage:
     return apply_faults(etcd, faults, [_volume(env, etcd, m.name) for m in etcd.members], together=True)
 
 
 @when(parsers.parse('the database of member "{member}" is damaged'), target_fixture="outage")
-def _(etcd: EtcdCluster, faults, member: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, member: str) -> Outage:
     """Its backend's meta pages overwritten while it was stopped; its pod restarts on them."""
     return apply_faults(etcd, faults, [("member-corruption", etcd.member(member).name, {})])
 
 
 @when(parsers.parse('a value in the database of member "{member}" changes on its disk'), target_fixture="outage")
-def _(etcd: EtcdCluster, faults, member: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, member: str) -> Outage:
     """A value of the harness's own altered in the member's backend while it was stopped; the member
     starts again and serves it, and nothing in etcd says so (its corruption checks are off)."""
     return apply_faults(etcd, faults, [("member-value-corruption", etcd.member(member).name, {})])
 
 
 @when(parsers.parse('member "{member}" comes back on an empty volume as a new member'), target_fixture="outage")
-def _(env, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str) -> Outage:
+def _(env: Environment, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str) -> Outage:
     """What etcd-druid's backup sidecar makes of a member whose data is gone or damaged while the
     others keep quorum: removed, added again, started empty to catch up. Its return is now."""
     if not isinstance(env, MemberVolumes):
@@ -124,7 +127,7 @@ def _(etcd: EtcdCluster, timeline: Timeline, what: str) -> dict[str, Any]:
 
 
 @then(parsers.parse("the writes lost are only those after the last delta snapshot, at most {limit:g} s of them"))
-def _(etcd: EtcdCluster, probes, probe: AvailabilityProbe, outage: Outage, recovery: dict[str, Any],
+def _(etcd: EtcdCluster, probes: Probes, probe: AvailabilityProbe, outage: Outage, recovery: dict[str, Any],
       timeline: Timeline, limit: float) -> None:
     """RPO: an acknowledged write missing after the restore must be one the store never had (its
     revision after the newest the store held when the restore began), and the acknowledged writes missing may span
@@ -189,7 +192,7 @@ TASK_KINDS = "|".join(tasks.TASK_TYPES)
 
 
 @given("the operator tasks run on its seed", target_fixture="task_endpoint")
-def _(etcd: EtcdCluster, seed) -> TaskEndpoint:
+def _(etcd: EtcdCluster, seed: Seed) -> TaskEndpoint:
     """The EtcdOperatorTask resource on the seed (started for it) and an executor for the etcd under
     test: the region's, or a shoot's etcd-main on the seed."""
     if not isinstance(etcd, OperatorTasks):
@@ -224,7 +227,7 @@ def _(etcd: EtcdCluster, task_endpoint: TaskEndpoint, timeline: Timeline, count:
 
 @then(parsers.re(r"the task (?:is|ends) (?P<expected>completed|rejected|failed) within (?P<limit>[\d.]+) s"),
       target_fixture="recovery")
-def _(env, task_endpoint: TaskEndpoint, task: dict[str, Any], timeline: Timeline, expected: str,
+def _(env: Environment, task_endpoint: TaskEndpoint, task: dict[str, Any], timeline: Timeline, expected: str,
       limit: str) -> dict[str, Any]:
     name = task["name"]
     polled = poll_within(lambda: tasks.get_task(task_endpoint.kube, task_endpoint.namespace, name),

@@ -11,6 +11,7 @@ from harness import judge
 from harness.errors import ConfigError, HarnessError
 from harness.faults.runner import FaultRunner
 from harness.probes.catch_up import CatchUp
+from harness.validate.catch_up import figures as catch_up_figures
 from harness.providers.base import EtcdCluster, zone_pair
 from harness.steps.faults import apply_faults, restore_faults
 from harness.steps.scenario import Outage
@@ -58,8 +59,8 @@ def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, target_zone: s
                           "others are N revisions ahead")
     member = catch_up.member
     with timeline.span("catch-up", member) as event:
-        event.data.update(catch_up.end(lambda: restore_faults(faults, timeline, outage, [target_zone]),
-                                       etcd.config.timeouts.recovery * 4))
+        event.data.update(catch_up_figures(catch_up.end(lambda: restore_faults(faults, timeline, outage, [target_zone]),
+                                                        etcd.config.timeouts.recovery * 4)))
     figures = event.data
     # Counted at the return, not when the others got far enough ahead: the load writes on meanwhile.
     timeline.mark("figure", f"revisions {member} is behind at its return", value=figures["behind"], unit="revisions",

@@ -10,17 +10,18 @@ from pytest_bdd import parsers, then
 
 from harness import judge
 from harness.probes.availability import AvailabilityProbe
-from harness.probes.converge import converged_keys, settled_revisions, split_at
+from harness.probes.converge import converged_keys, settled_revisions, stores_at
 from harness.probes.etcd import election_timeout, keys_per_member
 from harness.errors import CapabilityMissing, HarnessError, WaitTimeout
 from harness.etcd_gateway import EtcdRequestError
-from harness.providers.base import EtcdCluster, MemberProcesses
+from harness.providers.base import Environment, EtcdCluster, MemberProcesses
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate import leadership as lead
-from harness.validate.history import lost_writes, seqs_from_keys
+from harness.validate.history import lost_writes, seqs_from_keys, store_split
 from harness.wait import first_within, poll_within
+from harness.steps.holders import Loads, Probes
 
 T = TypeVar("T")
 # How long after a window's end a member's first status report still counts as its state at the
@@ -258,7 +259,7 @@ def equal_hashes(etcd: EtcdCluster, what: str) -> None:
     lowest = min(int(r) for r in revisions.values())
     apart = "" if together else f", the highest they all hold (they never reached one revision: {revisions})"
     try:
-        how, split = split_at(etcd, lowest)
+        how, split = store_split(stores_at(etcd, lowest))
     except HarnessError as e:  # compacted there, or a member gone meanwhile
         judge.holds(together, f"{what} reach one revision once writes stopped (not compared at revision "
                               f"{lowest}: {e})", seen=revisions)
@@ -331,7 +332,7 @@ def _(etcd: EtcdCluster, outage: Outage, timeline: Timeline) -> None:
 
 
 @then(parsers.parse('member "{member}" stops within {limit:g} s of the outage'))
-def _(env, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str, limit: float) -> None:
+def _(env: Environment, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str, limit: float) -> None:
     """Its process gone, seen every 50 ms from the outage's effect."""
     if not isinstance(env, MemberProcesses):
         raise CapabilityMissing("this environment cannot tell whether a member's process runs")
@@ -344,7 +345,7 @@ def _(env, etcd: EtcdCluster, outage: Outage, timeline: Timeline, member: str, l
 
 
 @then("all members end with equal HashKV")
-def _(etcd: EtcdCluster, probes: Any, loads: Any, timeline: Timeline) -> None:
+def _(etcd: EtcdCluster, probes: Probes, loads: Loads, timeline: Timeline) -> None:
     """Once every writer stopped (the probes and every load: a write still going keeps the members
     apart), the members reach one revision and agree on HashKV at it."""
     from harness.steps.load import stop_loads  # a step module of its own, registered after this one
@@ -355,7 +356,7 @@ def _(etcd: EtcdCluster, probes: Any, loads: Any, timeline: Timeline) -> None:
 
 
 @then("no acknowledged write is lost")
-def _(etcd: EtcdCluster, probes, probe: AvailabilityProbe, timeline: Timeline) -> None:
+def _(etcd: EtcdCluster, probes: Probes, probe: AvailabilityProbe, timeline: Timeline) -> None:
     probes.stop_all()
     h = probe.history
     judge.holds(len(h.acked()) > 0, "the probe had acknowledged writes to check", seen=len(h.acked()))

@@ -12,6 +12,7 @@ from pytest_bdd import parsers, when
 from harness.probes.availability import AvailabilityProbe
 from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
+from harness.steps.holders import Loads
 
 
 def _client_of(etcd: EtcdCluster, zone: str | None = None) -> Any:
@@ -31,7 +32,7 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, timeline: Timeline) -> None:
 
 
 @when("another client deletes the load's keys")
-def _(etcd: EtcdCluster, loads: Any, timeline: Timeline) -> None:
+def _(etcd: EtcdCluster, loads: Loads, timeline: Timeline) -> None:
     client = _client_of(etcd)
     try:
         gone = sum(client.delete_prefix(p) for p in sorted({run.spec.key_prefix for run in loads.runs}))
@@ -41,7 +42,7 @@ def _(etcd: EtcdCluster, loads: Any, timeline: Timeline) -> None:
 
 
 @when(parsers.parse("a client the history does not know writes the load's {keys:d} shared keys"))
-def _(etcd: EtcdCluster, loads: Any, timeline: Timeline, keys: int) -> None:
+def _(etcd: EtcdCluster, loads: Loads, timeline: Timeline, keys: int) -> None:
     prefix = loads.runs[0].spec.key_prefix
     client = _client_of(etcd)
     try:

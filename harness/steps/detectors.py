@@ -11,27 +11,29 @@ from harness import judge
 from harness.errors import ConfigError
 from harness.probes import detectors as det
 from harness.probes.availability import AvailabilityProbe
-from harness.providers.base import EtcdCluster, Seed
+from harness.providers.base import EtcdCluster
+from harness.topology import Seed
 from harness.report import figures
 from harness.steps.scenario import Outage, Shoot
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate import detection
+from harness.steps.holders import Probes
 
 
 @given("etcd's detectors are watched", target_fixture="detectors")
-def _(probes: Any, etcd: EtcdCluster, timeline: Timeline) -> det.DetectorProbe:
+def _(probes: Probes, etcd: EtcdCluster, timeline: Timeline) -> det.DetectorProbe:
     return probes.add(det.DetectorProbe(det.etcd_sources(etcd), timeline).start())
 
 
 @given("the shoot control plane's detectors are watched", target_fixture="detectors")
-def _(probes: Any, etcd: EtcdCluster, shoot: Shoot, seed: Seed, env: Any, timeline: Timeline) -> det.DetectorProbe:
+def _(probes: Probes, etcd: EtcdCluster, shoot: Shoot, seed: Seed, env: Any, timeline: Timeline) -> det.DetectorProbe:
     sources = det.etcd_sources(etcd) + det.shoot_sources(seed, shoot.spec.namespace, env)
     return probes.add(det.DetectorProbe(sources, timeline).start())
 
 
 @given("the seed's zones are watched for an outage", target_fixture="detectors")
-def _(probes: Any, seed: Seed, timeline: Timeline) -> det.DetectorProbe:
+def _(probes: Probes, seed: Seed, timeline: Timeline) -> det.DetectorProbe:
     return probes.add(det.DetectorProbe(det.zone_sources(seed), timeline).start())
 
 

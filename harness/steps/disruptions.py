@@ -15,7 +15,7 @@ from harness.faults.runner import FaultRunner
 from harness.kube import cluster
 from harness.probes.availability import AvailabilityProbe
 from harness.providers.base import EtcdCluster
-from harness.reference.components import component
+from harness.components import component
 from harness.reference.render import replicas
 from harness.steps.checks import at_most_elections, elections
 from harness.steps.faults import before_faults
@@ -30,7 +30,7 @@ PASS_S = 0.2  # between two rounds of eviction requests
 def _back(etcd: EtcdCluster, shoot: Shoot, name: str, timeout: float) -> None:
     """Every pod of the component Running and ready again, none left terminating (an evicted pod
     is one until its process has stopped), and its etcd healthy."""
-    from harness.probes import placement
+    from harness.kube import placement
 
     api = cluster.connect(shoot.seed.kube)
     want = replicas(shoot.spec, component(name))

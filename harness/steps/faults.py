@@ -17,6 +17,7 @@ from harness.providers.base import EtcdCluster, MemberProcesses
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.wait import first_within, wait_for
+from harness.steps.holders import Exploration
 
 NODE_MODES = {"is killed": "node-kill", "freezes": "node-freeze", "loses its link": "node-link-down"}
 
@@ -53,28 +54,28 @@ def _apply(etcd: EtcdCluster, faults: FaultRunner, kind: str, targets: list[str]
 
 
 @when(parsers.parse("the target zone goes down for {seconds:g} s"), target_fixture="outage")
-def _(etcd, faults, target_zone: str, seconds: float) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, target_zone: str, seconds: float) -> Outage:
     return _apply(etcd, faults, "zone-outage", [target_zone], seconds)
 
 
 @when(parsers.parse('zone "{zone}" goes down'), target_fixture="outage")
-def _(etcd, faults, zone: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, zone: str) -> Outage:
     """Down until a later step brings it back; the steps between judge it while it lasts."""
     return _apply(etcd, faults, "zone-outage", [zone], 0)
 
 
 @when(parsers.parse('zone "{zone}" goes down for {seconds:g} s'), target_fixture="outage")
-def _(etcd, faults, zone: str, seconds: float) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, zone: str, seconds: float) -> Outage:
     return _apply(etcd, faults, "zone-outage", [zone], seconds)
 
 
 @when(parsers.parse('zones "{first}" and "{second}" go down for {seconds:g} s'), target_fixture="outage")
-def _(etcd, faults, first: str, second: str, seconds: float) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, first: str, second: str, seconds: float) -> Outage:
     return _apply(etcd, faults, "zone-outage", [first, second], seconds)
 
 
 @when(parsers.parse('node "{node}" {how} for {seconds:g} s'), target_fixture="outage")
-def _(etcd, faults, node: str, how: str, seconds: float) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, node: str, how: str, seconds: float) -> Outage:
     if how not in NODE_MODES:
         raise ConfigError(f"unknown node failure {how!r}; accepted: {', '.join(NODE_MODES)}")
     return _apply(etcd, faults, NODE_MODES[how], [node], seconds)
@@ -103,48 +104,48 @@ def _grey(etcd: EtcdCluster, faults: FaultRunner, kind: str, target: str, option
 
 
 @when(parsers.re(r"the target zone can no longer (?P<how>send to|hear from) the other zones"), target_fixture="outage")
-def _(etcd, faults, target_zone: str, how: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, target_zone: str, how: str) -> Outage:
     """One way only: its egress (it still hears the others) or its ingress (they still hear it)."""
     target = f"{target_zone}>*" if how == "send to" else f"*>{target_zone}"
     return _grey(etcd, faults, "zone-link-cut", target, {}, [target_zone])
 
 
 @when(parsers.parse('zone "{a}" can no longer send to zone "{b}"'), target_fixture="outage")
-def _(etcd, faults, a: str, b: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str) -> Outage:
     return _grey(etcd, faults, "zone-link-cut", f"{a}>{b}", {}, [])
 
 
 @when(parsers.parse('zones "{a}" and "{b}" can no longer reach each other'), target_fixture="outage")
-def _(etcd, faults, a: str, b: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str) -> Outage:
     """A bridge partition: both still see the third zone."""
     return _grey(etcd, faults, "zone-link-cut", f"{a}<>{b}", {}, [])
 
 
 @when(parsers.parse('zone "{a}" loses {percent:g} % of its packets to zone "{b}"'), target_fixture="outage")
-def _(etcd, faults, a: str, b: str, percent: float) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str, percent: float) -> Outage:
     return _grey(etcd, faults, "zone-link-loss", f"{a}>{b}", {"loss_percent": percent}, [])
 
 
 @when(parsers.parse('packets larger than {size:d} bytes are dropped between zones "{a}" and "{b}"'),
       target_fixture="outage")
-def _(etcd, faults, a: str, b: str, size: int) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str, size: int) -> Outage:
     return _grey(etcd, faults, "zone-link-mtu", f"{a}<>{b}", {"larger_than": size}, [])
 
 
 @when(parsers.parse("every path between zones is delayed {delay:g} ms ± {jitter:g} ms"), target_fixture="outage")
-def _(etcd, faults, delay: float, jitter: float) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, delay: float, jitter: float) -> Outage:
     return _grey(etcd, faults, "zone-link-delay", "*>*", {"delay_ms": delay, "jitter_ms": jitter}, [])
 
 
 @when(parsers.parse('the link from zone "{a}" to zone "{b}" flaps, down {down:g} s and up {up:g} s at a time'),
       target_fixture="outage")
-def _(etcd, faults, a: str, b: str, down: float, up: float) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str, down: float, up: float) -> Outage:
     return _grey(etcd, faults, "zone-link-flap", f"{a}<>{b}", {"down_s": down, "up_min_s": up}, [])
 
 
 @when(parsers.parse('node "{node}" flaps, down {down:g} s and up {low:g} to {high:g} s at a time'),
       target_fixture="outage")
-def _(etcd, faults, node: str, down: float, low: float, high: float) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, node: str, down: float, low: float, high: float) -> Outage:
     """Killed again each time it has been back for a while (chaosgarden's flapping nodes)."""
     outage = apply_faults(etcd, faults, [("node-flap", node, {"down_s": down, "up_min_s": low, "up_max_s": high})])
     outage.zones_down = []
@@ -161,7 +162,7 @@ def _option(text: str) -> int | float | str:
 
 
 @when("these faults are applied together", target_fixture="outage")
-def _(etcd, faults, datatable: list[list[str]]) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, datatable: list[list[str]]) -> Outage:
     """One row per fault: its kind and target, then its options by name (an empty cell: none);
     applied back to back, judged from when the first took effect."""
     header, *rows = [[cell.strip() for cell in row] for row in datatable]
@@ -175,7 +176,7 @@ def _(etcd, faults, datatable: list[list[str]]) -> Outage:
 
 
 @when(parsers.parse("a random schedule of faults runs for {seconds:g} s"))
-def _(etcd, faults, timeline, exploration, seconds: float) -> None:
+def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, exploration: Exploration, seconds: float) -> None:
     """Seeded (--explore-seed, else a new seed, said first), every fault healed at the end."""
     seed = exploration.seed if exploration.seed is not None else random.randrange(1_000_000)
     seconds = exploration.seconds or seconds
@@ -187,26 +188,26 @@ def _(etcd, faults, timeline, exploration, seconds: float) -> None:
 
 
 @when(parsers.parse('the disk of member "{member}" fills up'), target_fixture="outage")
-def _(etcd, faults, member: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, member: str) -> Outage:
     """Its own filesystem taken to the last byte; it runs on until a write of its needs space."""
     return _grey(etcd, faults, "member-disk-full", member, {}, [])
 
 
 @when(parsers.parse('member "{member}" loses power'), target_fixture="outage")
-def _(etcd, faults, member: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, member: str) -> Outage:
     """Killed, and its disk loses every write it had not fsynced; it stays down until it comes back."""
     return _grey(etcd, faults, "member-power-loss", member, {}, [])
 
 
 @when(parsers.re(r'the backup store is unreachable from (?P<where>every zone|zone "(?P<zone>[^"]+)")'),
       target_fixture="outage")
-def _(etcd, faults, where: str, zone: str | None) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, where: str, zone: str | None) -> Outage:
     """The object store stops answering the region (every zone, or one): no zone is cut off from etcd."""
     return _grey(etcd, faults, "backup-store-outage", zone or "all", {}, [])
 
 
 @when(parsers.parse('every save of member "{member}"\'s log waits {ms:d} ms'), target_fixture="outage")
-def _(etcd, faults, member: str, ms: int) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, member: str, ms: int) -> Outage:
     """A slow disk: etcd's raftBeforeSave failpoint sleeps before each write-ahead log save (an
     etcd built with failpoints)."""
     return _grey(etcd, faults, "member-failpoint", member, {"name": "raftBeforeSave", "action": f"sleep({ms})"}, [])
@@ -272,7 +273,7 @@ def _(etcd: EtcdCluster, timeline: Timeline, outage: Outage) -> Outage:
 @when("its power comes back", target_fixture="outage")
 @when("the backup store is reachable again", target_fixture="outage")
 @when("the flapping stops", target_fixture="outage")
-def _(faults, timeline, outage: Outage) -> Outage:
+def _(faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
     return restore_faults(faults, timeline, outage, None)
 
 
@@ -287,22 +288,22 @@ def _(seconds: float) -> None:
 
 
 @when("the target zone comes back", target_fixture="outage")
-def _(faults, timeline, outage: Outage) -> Outage:
+def _(faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
     return restore_faults(faults, timeline, outage, None)
 
 
 @when(parsers.parse('zone "{zone}" comes back'), target_fixture="outage")
-def _(faults, timeline, outage: Outage, zone: str) -> Outage:
+def _(faults: FaultRunner, timeline: Timeline, outage: Outage, zone: str) -> Outage:
     return restore_faults(faults, timeline, outage, [zone])
 
 
 @when(parsers.parse('node "{node}" comes back'), target_fixture="outage")
-def _(faults, timeline, outage: Outage, node: str) -> Outage:
+def _(faults: FaultRunner, timeline: Timeline, outage: Outage, node: str) -> Outage:
     return restore_faults(faults, timeline, outage, [node])
 
 
 @when(parsers.parse('node "{node}" fails'), target_fixture="outage")
-def _(etcd, faults, node: str) -> Outage:
+def _(etcd: EtcdCluster, faults: FaultRunner, node: str) -> Outage:
     """The node's processes die (its kubelet stand-in too) until a later step brings it back."""
     return _apply(etcd, faults, "node-kill", [node], 0)
 

@@ -18,6 +18,7 @@ from harness.providers.base import EtcdCluster, zone_pair
 from harness.timeline import Timeline
 from harness.validate import traffic as tv
 from harness.wait import wait_for
+from harness.steps.holders import Loads
 
 TARGETS = ("the leader", "a follower")
 CLIENTS = ("its zone", "another zone", "the other follower's zone")
@@ -52,7 +53,7 @@ PUT_LOAD = (r"a load of (?P<rate>[\d.]+) PUT/s with (?P<size>[\d.]+) KiB values 
 
 @given(parsers.re(PUT_LOAD), target_fixture="load")
 @when(parsers.re(PUT_LOAD + " starts"), target_fixture="load")
-def _(loads: Any, etcd: EtcdCluster, rate: str, size: str, target: str, where: str, watchers: str | None,
+def _(loads: Loads, etcd: EtcdCluster, rate: str, size: str, target: str, where: str, watchers: str | None,
       watched: str | None, watch_where: str | None) -> Any:
     """GEP-20's `benchmark put` rows; with watchers, as many watch streams of the load's keys through
     one member (GEP-20: a follower serves its watchers without the leader)."""
@@ -70,7 +71,7 @@ def _(loads: Any, etcd: EtcdCluster, rate: str, size: str, target: str, where: s
 
 
 @when("the load stops")
-def _(loads: Any, load: Any) -> None:
+def _(loads: Loads, load: Any) -> None:
     load.stop(loads.fence_writer)
 
 
@@ -87,7 +88,7 @@ def measure(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: float, lab
     probe = TrafficProbe(env, etcd)
     time.sleep(1.0)  # past the load's start-up
     with timeline.span("traffic", label, seconds=seconds) as event:
-        figures = probe.measure(seconds, during)
+        figures = tv.rates(*probe.window(seconds, during))
         event.data.update(figures)
     # The wire's figures where the environment counts them; else the peer metrics', named so.
     source, suffix = ("metrics", " (peer metrics)") if "wire" in figures.get("not_available", {}) else ("wire", "")
@@ -207,7 +208,7 @@ def fence_writer(etcd: EtcdCluster, zone: str) -> Callable[[str, str], int]:
 
 
 @given(parsers.parse("a mixed load of {rate:g} ops/s with a watcher from a client in another zone"), target_fixture="load")
-def _(loads: Any, etcd: EtcdCluster, target_zone: str, rate: float) -> Any:
+def _(loads: Loads, etcd: EtcdCluster, target_zone: str, rate: float) -> Any:
     """Every member takes requests; the client and its watcher's member sit outside the target zone."""
     zone = next(z for z in etcd.zones if z != target_zone)
     watched = next(m for m in etcd.members if m.zone == zone)
@@ -218,7 +219,7 @@ def _(loads: Any, etcd: EtcdCluster, target_zone: str, rate: float) -> Any:
 
 @given(parsers.re(r"a (?P<profile>mixed|put|write) load of (?P<rate>[\d.]+) ops/s on (?P<keys>\d+) shared keys from a client "
                   r"in every zone with a member, each through that member and watching it"), target_fixture="load")
-def _(loads: Any, etcd: EtcdCluster, profile: str, rate: str, keys: str) -> Any:
+def _(loads: Loads, etcd: EtcdCluster, profile: str, rate: str, keys: str) -> Any:
     """One client per zone that has a member, each reading and writing the same keys through that
     member (the one a zone outage cuts off included: its serializable reads are then served stale,
     its writes hang) and watching it: what lets the history show a stale read or a lost write.
@@ -235,13 +236,13 @@ def _(loads: Any, etcd: EtcdCluster, profile: str, rate: str, keys: str) -> Any:
 
 
 @when("the load's watchers stop")
-def _(loads: Any) -> None:
+def _(loads: Loads) -> None:
     """Its watch processes die while its writers go on, as a client whose watch went away."""
     for run in loads.runs:
         run.stop_watchers()
 
 
-def stop_loads(loads: Any, timeline: Timeline) -> None:
+def stop_loads(loads: Loads, timeline: Timeline) -> None:
     """Every load of the scenario stopped (its writers, then its watchers behind the fence), its
     figures on the timeline once."""
     _load_figures(timeline, loads.stop_all())
@@ -254,7 +255,7 @@ def _load_figures(timeline: Timeline, stats: list[dict[str, Any]]) -> None:
         timeline.mark("figure", f"load ops/s{f' ({i})' if i else ''}", value=run.get("ops_per_s"), unit="ops/s")
 
 
-def _linearizable(loads: Any, timeline: Timeline, include_serializable: bool) -> None:
+def _linearizable(loads: Loads, timeline: Timeline, include_serializable: bool) -> None:
     __tracebackhide__ = True
     from harness.load.history import operations
     from harness.validate.linearizability import check
@@ -272,20 +273,20 @@ def _linearizable(loads: Any, timeline: Timeline, include_serializable: bool) ->
 
 
 @then("the history is linearizable")
-def _(loads: Any, timeline: Timeline) -> None:
+def _(loads: Loads, timeline: Timeline) -> None:
     """Porcupine over every client's operations; serializable reads (stale by design) left out."""
     _linearizable(loads, timeline, include_serializable=False)
 
 
 @then("every read, serializable ones included, is linearizable")
-def _(loads: Any, timeline: Timeline) -> None:
+def _(loads: Loads, timeline: Timeline) -> None:
     """A stronger statement than etcd makes: a member cut off from the others serves serializable
     reads from its own, stale state. True only while no member was cut off."""
     _linearizable(loads, timeline, include_serializable=True)
 
 
 @then("every watcher saw every event in order")
-def _(loads: Any, timeline: Timeline) -> None:
+def _(loads: Loads, timeline: Timeline) -> None:
     """Ordered, unique, atomic, reliable, resumable, progress notifications, prevKV and isCreate,
     and complete: every watcher delivered every event up to the fence written after the load."""
     from harness.load.history import operations, watchers
@@ -310,7 +311,7 @@ def _(loads: Any, timeline: Timeline) -> None:
 
 
 @then("no acknowledged write of the load is lost")
-def _(loads: Any, etcd: EtcdCluster, timeline: Timeline) -> None:
+def _(loads: Loads, etcd: EtcdCluster, timeline: Timeline) -> None:
     from harness.load.history import operations, tag, watchers
     from harness.probes.converge import converged
     from harness.validate.oplog import acknowledged_writes, deletes, uncertain_deletes

@@ -18,11 +18,13 @@ from harness.faults.runner import FaultRunner
 from harness.kube import cluster
 from harness.probes.connections import Connection, ConnectionProbe, node_of
 from harness.probes.load_balancer import ELB_UPDATES, NodeSetProbe, NodeSetSample
-from harness.providers.base import CloudLoadBalancers, CloudRequestLog, Environment, Seed
+from harness.providers.base import CloudLoadBalancers, CloudRequestLog, Environment
+from harness.topology import Seed
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.validate import load_balancer as lb_validate
 from harness.wait import Polled, first_within, poll_within, wait_for
+from harness.steps.holders import Probes
 
 NAMESPACE = "kep3458"
 EXCLUDE_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
@@ -59,7 +61,7 @@ def _(env: Environment, seed: Seed, cloud: Any, version: str | None, before: str
 
 
 @given(parsers.parse('a service "{name}" of type LoadBalancer'), target_fixture="lb")
-def _(env: Environment, seed: Seed, cloud_controller: dict[str, Any], probes: Any, timeline: Timeline,
+def _(env: Environment, seed: Seed, cloud_controller: dict[str, Any], probes: Probes, timeline: Timeline,
       request: pytest.FixtureRequest, name: str) -> dict[str, Any]:
     """Made in its own namespace with an echo pod per zone behind it (harness.kube.echo_service);
     given once its load balancer holds every node, the controller has settled and the load
@@ -96,7 +98,7 @@ def _(env: Environment, seed: Seed, cloud_controller: dict[str, Any], probes: An
 
 @given(parsers.parse('{count:d} connections are held through the load balancer of service "{name}"'),
        target_fixture="connections")
-def _(env: Environment, seed: Seed, lb: dict[str, Any], probes: Any, timeline: Timeline, count: int,
+def _(env: Environment, seed: Seed, lb: dict[str, Any], probes: Probes, timeline: Timeline, count: int,
       name: str) -> dict[str, Any]:
     """Opened from the internet (where the environment says its clients stand), each naming the pod
     it reached; spoken on every 0.5 s until the scenario ends. The zone each went through is

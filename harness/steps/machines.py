@@ -14,7 +14,8 @@ from harness import judge
 from harness.errors import CapabilityMissing
 from harness.kube import cluster
 from harness.kube import machine_controller as mc
-from harness.providers.base import Environment, MachineControllers, Seed
+from harness.providers.base import Environment, MachineControllers
+from harness.topology import Seed
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 from harness.wait import poll_within

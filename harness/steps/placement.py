@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable
+from typing import Callable
 
 from pytest_bdd import given, parsers, then
 
 from harness import judge
 from harness.errors import ConfigError
-from harness.kube import cluster
-from harness.probes import placement
-from harness.providers.base import Environment, Seed
-from harness.reference.components import component
+from harness.kube import cluster, placement
+from harness.providers.base import Environment
+from harness.topology import Seed
+from harness.components import component
 from harness.reference.render import ReferenceSpec
 from harness.steps.region import zone_names
 from harness.steps.scenario import Shoot
 from harness.wait import poll_within
+from harness.steps.holders import Shoots
 
 
 def _pods(shoot: Shoot, name: str) -> list[placement.PodPlacement]:
@@ -49,7 +50,7 @@ def _(region_factory: Callable[..., Environment], counts: str) -> Environment:
 @given(parsers.re(r'the reference control plane with failure tolerance "(?P<tolerance>\w+)" in the (?P<form>\w+) form'
                   r'(?:, its etcd clusters of (?P<members>\d+) members)?(?P<two>, on two zones against GEP-20\'s advice)?'),
        target_fixture="shoot")
-def _(shoots: Any, seed: Seed, env: Environment, tolerance: str, form: str, members: str | None,
+def _(shoots: Shoots, seed: Seed, env: Environment, tolerance: str, form: str, members: str | None,
       two: str | None) -> Shoot:
     spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
                          storage_class=seed.storage_class, etcd_members=int(members) if members else None,

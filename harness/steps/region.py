@@ -10,6 +10,7 @@ from harness.errors import ConfigError
 from harness.probes.availability import AvailabilityProbe
 from harness.providers.base import EtcdCluster, Environment
 from harness.wait import wait_for
+from harness.steps.holders import Probes
 
 
 @given(parsers.parse("a healthy region with {members:d} etcd members spread over {zones:d} zones"), target_fixture="etcd")
@@ -156,19 +157,19 @@ def _(etcd: EtcdCluster, zone: str) -> None:
 
 
 @given(parsers.parse("write and read probes run every {ms:d} ms from a client in another zone"), target_fixture="probe")
-def _(probes, etcd: EtcdCluster, target_zone: str, ms: int) -> AvailabilityProbe:
+def _(probes: Probes, etcd: EtcdCluster, target_zone: str, ms: int) -> AvailabilityProbe:
     via = next(z for z in etcd.zones if z != target_zone)
     return probes.start(etcd, via, ms / 1000)
 
 
 @given(parsers.parse('write and read probes run every {ms:d} ms from a client in zone "{zone}"'), target_fixture="probe")
-def _(probes, etcd: EtcdCluster, zone: str, ms: int) -> AvailabilityProbe:
+def _(probes: Probes, etcd: EtcdCluster, zone: str, ms: int) -> AvailabilityProbe:
     return probes.start(etcd, etcd.zone(zone), ms / 1000)
 
 
 @given(parsers.parse('write and read probes run every {ms:d} ms from a client in zone "{zone}", each request given '
                      '{seconds:g} s'), target_fixture="probe")
-def _(probes, etcd: EtcdCluster, zone: str, ms: int, seconds: float) -> AvailabilityProbe:
+def _(probes: Probes, etcd: EtcdCluster, zone: str, ms: int, seconds: float) -> AvailabilityProbe:
     """For faults that make etcd slower, not unavailable: a request slower than [timeouts]
     probe_request would count as failed, and the gap it opens would be the probe's."""
     return probes.start(etcd, etcd.zone(zone), ms / 1000, timeout=seconds)
@@ -181,5 +182,5 @@ def _(probe: AvailabilityProbe, ms: int) -> None:
 
 @given(parsers.parse('write probes of {kib:d} KiB values and read probes run every {ms:d} ms from a client in zone '
                      '"{zone}"'), target_fixture="probe")
-def _(probes, etcd: EtcdCluster, kib: int, zone: str, ms: int) -> AvailabilityProbe:
+def _(probes: Probes, etcd: EtcdCluster, kib: int, zone: str, ms: int) -> AvailabilityProbe:
     return probes.start(etcd, etcd.zone(zone), ms / 1000, kib * 1024)

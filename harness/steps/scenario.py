@@ -8,8 +8,8 @@ from typing import Any
 
 from harness.faults.runner import ActiveFault
 from harness.probes.catch_up import CatchUp
-from harness.probes.placement import PodPlacement
-from harness.providers.base import Seed
+from harness.kube.placement import PodPlacement
+from harness.topology import Seed
 from harness.reference.render import ReferenceSpec
 from harness.timeline import Timeline
 

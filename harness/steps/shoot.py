@@ -9,23 +9,24 @@ from pytest_bdd import given, parsers, then, when
 
 from harness import judge
 from harness.errors import CapabilityMissing, ConfigError
-from harness.kube import cluster
-from harness.probes import placement
+from harness.kube import cluster, placement
 from harness.probes.pod_phases import PodPhaseSampler
 from harness.probes.shoot_api import NAMESPACE, ShootApiProbe, configmap_name, gone_on_read_back, read_back_errors
-from harness.providers.base import EtcdCluster, Environment, Seed, SeedBackupStore, shoot_etcd
-from harness.reference.components import ETCDS, component
+from harness.providers.base import EtcdCluster, Environment, SeedBackupStore, shoot_etcd
+from harness.topology import Seed
+from harness.components import ETCDS, component
 from harness.reference.render import ReferenceSpec
 from harness.steps.scenario import Outage, Shoot
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate.history import lost_writes
 from harness.wait import first_within, poll_within
+from harness.steps.holders import Loads, Probes, Shoots
 
 
 @given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real'),
        target_fixture="shoot")
-def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str) -> Shoot:
+def _(shoots: Shoots, probes: Probes, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str) -> Shoot:
     spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
                          storage_class=seed.storage_class, real=True)
     return _run_for_real(shoots, probes, timeline, seed, env, spec)
@@ -33,7 +34,7 @@ def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment
 
 @given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real, '
                      'its etcd clusters of {members:d} members'), target_fixture="shoot")
-def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
+def _(shoots: Shoots, probes: Probes, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
       members: int) -> Shoot:
     """GEP-20's future enhancement running: five members tolerate two failures."""
     spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
@@ -43,7 +44,7 @@ def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment
 
 @given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real, '
                      'its etcd-main backed up with a delta snapshot every {delta:g} s'), target_fixture="shoot")
-def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
+def _(shoots: Shoots, probes: Probes, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
       delta: float) -> Shoot:
     """A backup sidecar in each etcd-main pod, run by the node agents beside the member, writing to
     the bucket of the environment's cloud under the shoot's own prefix (seed 003)."""
@@ -54,7 +55,7 @@ def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment
     return _run_for_real(shoots, probes, timeline, seed, env, spec, env.seed_backup_store())
 
 
-def _run_for_real(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment,
+def _run_for_real(shoots: Shoots, probes: Probes, timeline: Timeline, seed: Seed, env: Environment,
                   spec: ReferenceSpec, backup_store: Any = None) -> Shoot:
     shoot = shoots.deploy(seed, spec, backup_store)
     # Pods per zone and phase on the timeline until the scenario ends (the report's pods panel).
@@ -68,7 +69,7 @@ def _run_for_real(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env:
 
 @given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the {form} form runs for real, '
                      'its kube-apiservers given only the etcd members in zone "{zone}"'), target_fixture="shoot")
-def _(shoots: Any, probes: Any, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
+def _(shoots: Shoots, probes: Probes, timeline: Timeline, seed: Seed, env: Environment, tolerance: str, form: str,
       zone: str) -> Shoot:
     """The configuration an apiserver started with the members scheduled at that moment had: it
     keeps that list for its lifetime and loses etcd when those members are cut off."""
@@ -85,7 +86,7 @@ def _(shoot: Shoot, name: str) -> EtcdCluster:
 
 @given(parsers.parse('the shoot API is written every {ms:d} ms through its load balancer from a client in zone "{zone}"'),
        target_fixture="shoot_probe")
-def _(shoot: Shoot, probes: Any, env: Any, timeline: Timeline, ms: int, zone: str) -> ShootApiProbe:
+def _(shoot: Shoot, probes: Probes, env: Any, timeline: Timeline, ms: int, zone: str) -> ShootApiProbe:
     # The shoot's etcd view stands where its clients stand (a zone's namespace, or its vantage pod).
     probe = ShootApiProbe(shoot.seed, shoot.spec.namespace, timeline, shoot.etcds["etcd-main"], env.zone(zone), ms / 1000)
     return probes.add(probe.start())
@@ -155,7 +156,7 @@ def _(shoot: Shoot, outage: Outage, name: str, count: str) -> None:
 
 
 @then(parsers.re(r"(?P<name>etcd-[a-z]+) members end with equal HashKV"))
-def _(shoot: Shoot, probes: Any, loads: Any, timeline: Timeline, name: str) -> None:
+def _(shoot: Shoot, probes: Probes, loads: Loads, timeline: Timeline, name: str) -> None:
     from harness.steps.checks import equal_hashes
     from harness.steps.load import stop_loads
 
@@ -182,7 +183,7 @@ def _(shoot_probe: ShootApiProbe, outage: Outage, timeline: Timeline, how: str, 
 
 
 @then("no acknowledged shoot API write is lost")
-def _(shoot_probe: ShootApiProbe, probes: Any, timeline: Timeline) -> None:
+def _(shoot_probe: ShootApiProbe, probes: Probes, timeline: Timeline) -> None:
     """Lost: an acknowledged ConfigMap a read-back found gone (404) or the final listing lacks. A
     read-back that failed otherwise (timeout, 5xx) says nothing about the write (the write-gap
     step judges the outage); a final listing that fails is an error of this step, not a pass."""

@@ -14,9 +14,8 @@ from pytest_bdd import parsers, then, when
 from harness import judge
 from harness.config import Config
 from harness.errors import ConfigError
-from harness.kube import cluster
-from harness.probes import placement
-from harness.providers.base import Seed
+from harness.kube import cluster, placement
+from harness.topology import Seed
 from harness.reference import deploy, spread
 from harness.reference.spread import SpreadSpec
 from harness.timeline import Timeline

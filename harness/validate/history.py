@@ -37,3 +37,11 @@ def first_divergence(histories: Mapping[str, Sequence[tuple[int, str, str | None
             return {"revision": rev, **{m: [(k, v if v is None else v[:40]) for k, v in held[:5]]
                                         for m, held in seen.items()}}
     return {}
+
+
+def store_split(stores: tuple[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Whether the members hold the same keys, from harness.probes.converge.stores_at: by their
+    HashKV, or by their histories, which say where they first differ. ("HashKV" or "history", and
+    what differs: empty when they agree.)"""
+    how, seen = stores
+    return how, diverging_hashes(seen) if how == "HashKV" else first_divergence(*seen)

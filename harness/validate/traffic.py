@@ -77,7 +77,8 @@ def _metrics(first: TrafficSample, last: TrafficSample) -> tuple[dict[str, int],
 
 def rates(first: TrafficSample, last: TrafficSample) -> dict[str, Any]:
     """KiB/s per zone pair ("zone-a->zone-b": {"wire_kib_s", "metrics_kib_s"}, None where it could
-    not be counted) and in total (None when any pair could not), with the "gaps" and "resets"."""
+    not be counted) and in total (None when any pair could not), with the "gaps" and "resets", and
+    under "not_available" a source the environment does not have and why."""
     seconds = last.at - first.at
     if seconds <= 0:
         raise ValueError("the second sample must be later than the first")
@@ -90,7 +91,7 @@ def rates(first: TrafficSample, last: TrafficSample) -> dict[str, Any]:
     out = {p: {"wire_kib_s": per_s(wire.get(p)),
                "metrics_kib_s": None if p.split("->")[0] in uncounted else per_s(sent.get(p, 0))}
            for p in sorted(set(wire) | set(sent))}
-    return {
+    figures: dict[str, Any] = {
         "seconds": round(seconds, 2),
         "pairs": out,
         "total_kib_s": {"wire": _sum(v["wire_kib_s"] for v in out.values()),
@@ -98,6 +99,9 @@ def rates(first: TrafficSample, last: TrafficSample) -> dict[str, Any]:
         "gaps": wire_gaps + metric_gaps,
         "resets": wire_resets + metric_resets,
     }
+    if first.wire_unavailable:
+        figures["not_available"] = {"wire": first.wire_unavailable}
+    return figures
 
 
 def _sum(values: Any) -> float | None:

@@ -14,7 +14,7 @@ from botocore.config import Config
 
 from harness.aws.access import AwsAccess, from_settings
 from harness.config import AwsSettings, load_config
-from harness.providers.base import Node, Topology
+from harness.topology import Node, Topology
 from harness.providers.state import StateBacked, write_state
 
 REGION = "eu-west-1"

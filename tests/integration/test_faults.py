@@ -14,7 +14,7 @@ from harness.errors import ConfigError, FaultError
 from harness.faults.base import Injection
 from harness.faults.runner import FaultRunner, heal_everything
 from harness.faults.zone import ZoneOutage
-from harness.kube.processes import ProcessRecord
+from harness.processes import ProcessRecord
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
 from tests.integration.conftest import cli, fault_tables, reachable

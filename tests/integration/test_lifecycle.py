@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from harness.providers.local.etcd import alive
+from harness.processes import pid_alive as alive
 from harness.providers.state import state_path
 from tests.integration.conftest import cli, config_for, namespaces
 

@@ -15,7 +15,7 @@ import pytest
 from harness import netns
 from harness.errors import ConfigError
 from harness.faults.runner import FaultRunner, heal_everything
-from harness.kube.processes import ProcessRecord
+from harness.processes import ProcessRecord
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
 from tests.integration.conftest import cli, fault_tables, reachable

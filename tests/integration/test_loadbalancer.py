@@ -31,7 +31,7 @@ from harness import netns
 from harness.errors import ConfigError, EnvironmentStateError, PrerequisiteError
 from harness.kube import loadbalancer as lb
 from harness.kube.loadbalancer import LoadBalancerSpec
-from harness.kube.processes import ProcessRecord
+from harness.processes import ProcessRecord
 from harness.wait import wait_for
 
 pytestmark = pytest.mark.region

@@ -28,7 +28,7 @@ from harness.aws.nacl import apply_zone_outage, heal_zone_outage, plan_zone_outa
 from harness.config import load_config
 from harness.errors import EnvironmentStateError, HarnessError
 from harness.faults.runner import FaultRunner
-from harness.kube.processes import ProcessRecord
+from harness.processes import ProcessRecord
 from harness.providers.base import Cloud
 from harness.providers.local.cloud import TAG_NODE, TAG_ZONE, start_cloud, start_reconciler, status_path, workdir
 from harness.providers.local.kubernetes import start_for

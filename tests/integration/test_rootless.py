@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.providers.local.etcd import alive
+from harness.processes import pid_alive as alive
 
 REPO = Path(__file__).parents[2]
 # An interpreter the unprivileged user can run (a venv under /root may not be readable);

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.backup import tasks as t
+from harness.operator_tasks import tasks as t
 from harness.kube.cluster import KubeApiError
-from harness.providers.local import etcd as etcdproc
 from harness.providers.local.region import LocalEnvironment
 from harness.wait import wait_for
+from harness.processes import pid_alive
 from tests.integration.conftest import backed_up_with_seed
 
 pytestmark = pytest.mark.kube
@@ -30,7 +30,7 @@ def test_an_orphaned_task_fails_and_a_finished_one_goes_after_its_ttl(seeded: Lo
     ep = env.task_endpoint()
     pid = env.refresh()["task_executors"]["default/etcd"]["pid"]
     os.kill(pid, signal.SIGKILL)  # the executor dies; its record stays in the region's state
-    wait_for(lambda: etcdproc.alive(pid), lambda alive: not alive, "the executor gone", 10.0)
+    wait_for(lambda: pid_alive(pid), lambda alive: not alive, "the executor gone", 10.0)
     t.create_task(ep.kube, t.task_manifest("orphan", ep.namespace, t.ON_DEMAND_SNAP_COMPACTION, ep.etcd_name))
     t.patch_status(ep.kube, ep.namespace, "orphan", {"taskStatus": t.IN_PROGRESS, "initiatedAt": t.now()})
 

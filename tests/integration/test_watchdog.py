@@ -16,7 +16,7 @@ import pytest
 from harness.config import to_dict
 from harness.errors import ConfigError
 from harness.faults.runner import FaultRunner
-from harness.kube.processes import ProcessRecord
+from harness.processes import ProcessRecord
 from harness.providers.local.region import LocalEnvironment
 from harness.timeline import Timeline
 from tests.integration.conftest import cli, fault_tables

@@ -16,10 +16,9 @@ import pytest
 from kubernetes import client as k8s
 
 from harness import netns
-from harness.kube import cluster, loadbalancer
-from harness.probes import placement
+from harness.kube import cluster, loadbalancer, placement
 from harness.probes.shoot_api import ShootApiClient, shoot_pki
-from harness.providers.base import Seed
+from harness.topology import Seed
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.local.shoot import ShootEtcd
 from harness.reference.deploy import deploy

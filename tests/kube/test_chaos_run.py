@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 
 from harness import chaos_run
-from harness.providers.base import Seed
+from harness.topology import Seed
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from tests.integration.conftest import config_for, fault_tables
 

@@ -18,7 +18,7 @@ from kubernetes import config as k8s_config
 from harness import netns
 from harness.kube import ControlPlane, load_state
 from harness.kube.cluster import node_views
-from harness.providers.base import KubeAccess
+from harness.topology import KubeAccess
 from harness.wait import wait_for
 from tests.integration.conftest import cli, namespaces
 

@@ -14,7 +14,7 @@ import pytest
 from harness.etcd_gateway import EtcdClient, EtcdRequestError
 from harness.kube import cluster
 from harness.kube.pki import EtcdNames, generate_etcd_pki
-from harness.providers.base import Seed
+from harness.topology import Seed
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from tests.integration.conftest import cli, config_for, namespaces
 

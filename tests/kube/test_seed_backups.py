@@ -13,7 +13,7 @@ from harness.errors import ConfigError
 from harness.faults.runner import FaultRunner
 from harness.kube import cluster
 from harness.kube.agent import volume_path
-from harness.providers.base import Seed
+from harness.topology import Seed
 from harness.providers.local.kubernetes import volumes_root
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.local.shoot import ShootEtcd

@@ -18,7 +18,7 @@ from harness.kube.controlplane import (
     default_nodes,
     stop_from_state,
 )
-from harness.kube.processes import ProcessRecord, boot_id, start_ticks
+from harness.processes import ProcessRecord, boot_id, start_ticks
 from harness.kube.timings import KubeTimings
 
 # --- versions -----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from harness.kube.cluster import KubeApiError
-from harness.probes.placement import PodPlacement
+from harness.kube.placement import PodPlacement
 from harness.probes.pod_phases import PodPhaseSampler, counts
 from harness.report import plot, summary
 from harness.timeline import Timeline

@@ -15,7 +15,7 @@ import pytest
 from harness.chaostoolkit import probes, tolerances
 from harness.errors import ConfigError
 from harness.etcd_gateway import Status
-from harness.providers.base import Member, Topology
+from harness.topology import Member, Topology
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 

@@ -9,7 +9,7 @@ import pytest
 
 from harness import explore
 from harness.faults import FAULTS
-from harness.providers.base import Member
+from harness.topology import Member
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 ETCD = SimpleNamespace(zones=ZONES, members=tuple(

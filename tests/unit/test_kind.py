@@ -24,7 +24,8 @@ from harness.faults.runner import FaultRunner, heal_everything
 from harness.kube import cluster
 from harness.kube.cluster import NodeView
 from harness.providers import get_provider
-from harness.providers.base import KubeAccess, Node, NodeFailures, ZoneNetwork
+from harness.providers.base import NodeFailures, ZoneNetwork
+from harness.topology import KubeAccess, Node
 from harness.providers.cluster import ClusterEnvironment, ClusterProvider
 from harness.providers.kind import KIND_NETWORK, NETWORK_SUBNET, KindEnvironment, KindProvider, kind_config, run_command
 from harness.providers.state import read_state, write_state

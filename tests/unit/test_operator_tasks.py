@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harness.backup import tasks as t
+from harness.operator_tasks import tasks as t
 from harness.errors import ConfigError
 
 QUORUM = t.ClusterFacts(replicas=3, quorum=True, backups=True)

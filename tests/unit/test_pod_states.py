@@ -13,8 +13,8 @@ import pytest
 
 from harness.errors import ConfigError
 from harness.kube import agent
-from harness.kube.processes import ProcessRecord, boot_id, start_ticks
-from harness.probes.placement import RUNNING, RUNNING_NOT_READY, PodPlacement
+from harness.processes import ProcessRecord, boot_id, start_ticks
+from harness.kube.placement import RUNNING, RUNNING_NOT_READY, PodPlacement
 from harness.steps import placement as steps
 
 

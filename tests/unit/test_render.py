@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from harness.errors import ConfigError
-from harness.probes import placement
-from harness.probes.placement import PodPlacement
+from harness.kube import placement
+from harness.kube.placement import PodPlacement
 from harness.reference import conventions as conv
 from harness.reference.conventions import Deviation
 from harness.reference.deploy import POOL_LABEL, settled, volume_pool

@@ -9,10 +9,10 @@ import pytest
 
 from harness import judge
 from harness.etcd_gateway import EtcdUnsupported
-from harness.probes.converge import split_at
+from harness.probes.converge import stores_at
 from harness.probes.samples import Sample
 from harness.validate import availability as av
-from harness.validate.history import first_divergence
+from harness.validate.history import first_divergence, store_split
 
 SAME = [(2, "a", "1"), (3, "b", "2"), (4, "a", None)]
 
@@ -57,7 +57,7 @@ class _OldRelease:
 
 
 def test_without_hashkv_the_members_histories_are_compared() -> None:
-    how, split = split_at(_OldRelease(), 3)  # type: ignore[arg-type]
+    how, split = store_split(stores_at(_OldRelease(), 3))  # type: ignore[arg-type]
     assert how == "history" and split["revision"] == 3 and split["etcd-1"] == [("a", "1")]
 
 

@@ -13,7 +13,7 @@ import pytest
 from harness.etcd_gateway import Status
 from harness.kube.cluster import KubeApiError
 from harness.probes import versions
-from harness.providers.base import KubeAccess
+from harness.topology import KubeAccess
 
 VERSION = {"major": "1", "minor": "99", "gitVersion": "v1.99.0-test", "gitCommit": "abc", "gitTreeState": "clean",
            "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"}

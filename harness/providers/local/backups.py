@@ -33,10 +33,9 @@ from harness import netns
 from harness.aws.errors import aws_call
 from harness.backup.store import BackupStore, StoreSpec
 from harness.errors import ConfigError, EnvironmentStateError
-from harness.kube.processes import log_tail
+from harness.processes import log_tail, pid_alive, reap, signal_pid
 from harness.providers.base import TaskEndpoint
 from harness.providers.local import effects
-from harness.providers.local import etcd as etcdproc
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
@@ -104,7 +103,7 @@ def store(env: LocalEnvironment) -> BackupStore:
 
 def sidecar_running(env: LocalEnvironment, member: str) -> bool:
     rec = (env.state.get("backups") or {}).get("sidecars", {}).get(member) or {}
-    return bool(rec.get("pid")) and etcdproc.alive(rec["pid"])
+    return bool(rec.get("pid")) and pid_alive(rec["pid"])
 
 
 def start_sidecar(env: LocalEnvironment, member: str) -> int:
@@ -132,9 +131,9 @@ def start_sidecar(env: LocalEnvironment, member: str) -> int:
                                start_new_session=True, env=child_env).pid
     env.update(lambda st: st["backups"]["sidecars"].update({m.name: {"pid": pid, "log": str(log),
                                                                      "listen": f"{node.address}:{SIDECAR_PORT}"}}))
-    wait_for(lambda: _status_or_error(env, m.name), lambda s: isinstance(s, dict) or not etcdproc.alive(pid),
+    wait_for(lambda: _status_or_error(env, m.name), lambda s: isinstance(s, dict) or not pid_alive(pid),
              f"{m.name}'s backup sidecar to answer", env.config.timeouts.member_ready)
-    if not etcdproc.alive(pid):
+    if not pid_alive(pid):
         raise EnvironmentStateError(f"{m.name}'s backup sidecar exited; its log ({log}):\n{log_tail(log)}")
     return pid
 
@@ -143,10 +142,8 @@ def stop_sidecar(env: LocalEnvironment, member: str) -> int | None:
     """Kill the member's sidecar (what it had not uploaded is gone); returns its pid."""
     rec = (env.state.get("backups") or {}).get("sidecars", {}).get(member) or {}
     pid = rec.get("pid")
-    if pid and etcdproc.signal_pid(pid, signal.SIGKILL):
-        from harness.providers.local.region import _reap
-
-        _reap(pid, 2.0)
+    if pid and signal_pid(pid, signal.SIGKILL):
+        reap(pid, 2.0)
     if rec:
         env.update(lambda st: st["backups"]["sidecars"][member].update(pid=None))
     return pid
@@ -286,8 +283,8 @@ def task_endpoint(env: LocalEnvironment, shoot: tuple[str, str] | None = None) -
     component: it stops with the seed): for the region's etcd, or for `shoot` (namespace, etcd
     name), one of a shoot's etcds on the seed. A shoot deployed anew (another namespace uid: new
     certificates, new members) gets a new executor."""
-    from harness.backup.tasks import install_crd
-    from harness.kube.processes import ProcessRecord, terminate
+    from harness.operator_tasks.tasks import install_crd
+    from harness.processes import ProcessRecord, terminate
     from harness.locks import held
     from harness.providers.local.kubernetes import start_seed_component
 
@@ -302,7 +299,7 @@ def task_endpoint(env: LocalEnvironment, shoot: tuple[str, str] | None = None) -
     instance = _namespace_uid(kube, namespace) if shoot else ""
     with held(env.config.state_dir, f"the task executor of {key} in region {env.spec.name}"):
         record = (env.refresh().get("task_executors") or {}).get(key)
-        if record and etcdproc.alive(record["pid"]):
+        if record and pid_alive(record["pid"]):
             if record.get("instance") == instance:
                 return TaskEndpoint(kube, namespace, etcd_name, f"http://{record['metrics']}/metrics")
             terminate(ProcessRecord.from_dict(record["process"]), 5.0)
@@ -311,7 +308,7 @@ def task_endpoint(env: LocalEnvironment, shoot: tuple[str, str] | None = None) -
             s.bind(("127.0.0.1", 0))
             metrics = f"127.0.0.1:{s.getsockname()[1]}"
         process = start_seed_component(env, f"{EXECUTOR}-{namespace}-{etcd_name}" if shoot else EXECUTOR, [
-            sys.executable, "-m", "harness.backup.executor", f"--state-dir={env.config.state_dir}",
+            sys.executable, "-m", "harness.operator_tasks.executor", f"--state-dir={env.config.state_dir}",
             f"--region={env.spec.name}", f"--kubeconfig={kube.kubeconfig}", f"--namespace={namespace}",
             f"--etcd-name={etcd_name}", f"--metrics={metrics}", *(["--shoot"] if shoot else [])])
         pid = process.pid
@@ -320,7 +317,7 @@ def task_endpoint(env: LocalEnvironment, shoot: tuple[str, str] | None = None) -
     url = f"http://{metrics}/metrics"
 
     def answers() -> str | None:
-        if not etcdproc.alive(pid):
+        if not pid_alive(pid):
             raise EnvironmentStateError(f"the task executor exited; its log ({process.log}):\n{log_tail(process.log)}")
         try:
             urllib.request.urlopen(url, timeout=1).close()

@@ -33,7 +33,7 @@ from harness.aws.tags import CHAOS_ALLOWED, TAG_CHAOS, tag_list
 from harness.config import Config
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitAbandoned, WaitTimeout
 from harness.kube import loadbalancer
-from harness.kube.processes import ProcessRecord, log_tail, spawn, terminate
+from harness.processes import ProcessRecord, log_tail, spawn, terminate
 from harness.providers.local.cloud_acl import TABLE, remove_ruleset
 from harness.providers.local.uplink import ensure_uplink
 from harness.wait import wait_for, wait_serving

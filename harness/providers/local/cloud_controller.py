@@ -23,7 +23,7 @@ from harness.aws.errors import aws_call
 from harness.aws.tags import tag_list
 from harness.errors import ConfigError, EnvironmentStateError
 from harness.kube import cloud_controller as ccm
-from harness.kube.processes import ProcessRecord, log_tail, terminate
+from harness.processes import ProcessRecord, log_tail, terminate
 from harness.wait import wait_for
 
 if TYPE_CHECKING:

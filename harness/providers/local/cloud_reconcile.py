@@ -40,12 +40,13 @@ from harness.aws.errors import aws_call
 from harness.aws.nacl import AclEntry
 from harness.config import Config, RegionSpec, Timeouts
 from harness.kube import loadbalancer
-from harness.kube.processes import ProcessRecord
+from harness.processes import ProcessRecord
 from harness.providers.local import cloud_elb, effects
 from harness.providers.local.cloud import changed_path, cloud_access, status_path, workdir
 from harness.providers.local.cloud_acl import TABLE, SubnetAcl, acl_ruleset, chain_rules
 from harness.providers.local.region import LocalEnvironment
 from harness.providers.state import read_state, state_path
+from harness.files import replace_text
 
 # An instance in one of these is a machine that is off: its node runs nothing.
 DOWN_STATES = frozenset({"stopping", "stopped", "shutting-down", "terminated"})
@@ -76,9 +77,7 @@ class Status:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def save(self, path: Path) -> None:
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        os.replace(tmp, path)
+        replace_text(path, json.dumps(asdict(self), indent=1), 0o644)
 
 
 def _digest(text: str) -> str:

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from harness import netns
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError
-from harness.kube.processes import log_tail, process_state, spawn
+from harness.processes import cmdline, log_tail, process_state, signal_pid, spawn
 from harness.providers.base import PORTS, LinkImpairment
 from harness.providers.local import disks
-from harness.providers.local.etcd import signal_pid
 from harness.wait import first_within, wait_serving
 
 if TYPE_CHECKING:
@@ -258,21 +257,14 @@ def remove_delay_line(env: LocalEnvironment, dev: str, table: int) -> None:
 
 def _stop_delay_lines(router: str, marker: str) -> list[int]:
     """Stop the delay line processes whose command line holds `marker`; their devices go with them."""
-    pids = [pid for pid in netns.netns_pids(router) if marker in _cmdline(pid)]
+    pids = [pid for pid in netns.netns_pids(router) if marker in cmdline(pid)]
     for pid in pids:
         signal_pid(pid, signal.SIGTERM)
     for pid in pids:
-        gone = lambda: True if not _cmdline(pid) or process_state(pid) in ("Z", "") else None  # noqa: E731
+        gone = lambda: True if not cmdline(pid) or process_state(pid) in ("Z", "") else None  # noqa: E731
         if not first_within(gone, f"delay line {pid} to exit", 2.0, interval=0.02):
             signal_pid(pid, signal.SIGKILL)
     return pids
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return open(f"/proc/{pid}/cmdline").read()
-    except OSError:
-        return ""
 
 
 def restore_zone(env: LocalEnvironment, zone: str, data: dict[str, Any]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import warnings
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from harness.command_lines import EtcdServingTls, etcd_command
 from harness.config import EtcdSettings
 from harness.kube.binaries import ETCD_VERSION as PINNED
 from harness.errors import PrerequisiteError
-from harness.providers.base import Member
+from harness.topology import Member
 
 # etcd issue 13766: 3.5.0-3.5.2 can lose consistency when a member is killed under load.
 UNSAFE_VERSIONS = ("3.5.0", "3.5.1", "3.5.2")
@@ -117,30 +116,3 @@ def start_member(ns: str, args: list[str], log_path: Path) -> int:
             start_new_session=True,
         )
     return proc.pid
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of ours still answers kill(0); reap it if it is ours.
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        stat = Path(f"/proc/{pid}/stat")
-        try:
-            return stat.read_text().split(") ", 1)[1][0] != "Z"
-        except (OSError, IndexError):
-            return False
-
-
-def signal_pid(pid: int, sig: signal.Signals) -> bool:
-    try:
-        os.kill(pid, sig)
-        return True
-    except ProcessLookupError:
-        return False

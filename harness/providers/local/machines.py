@@ -23,7 +23,7 @@ from harness.aws.errors import aws_call
 from harness.errors import ConfigError, EnvironmentStateError
 from harness.kube import cluster
 from harness.kube import machine_controller as mc
-from harness.kube.processes import ProcessRecord, terminate
+from harness.processes import ProcessRecord, terminate
 from harness.wait import wait_for
 
 if TYPE_CHECKING:

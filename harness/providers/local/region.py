@@ -14,18 +14,20 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness import netns
+from harness import netns, rootless
 from harness.command_lines import EtcdServingTls
 from harness.config import Config, RegionSpec
 from harness.errors import (CapabilityMissing, ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError,
                             WaitTimeout)
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
-from harness.providers.base import EtcdTls, KubeAccess, LinkImpairment, Member, Node, Seed, TaskEndpoint
+from harness.providers.base import LinkImpairment, TaskEndpoint
+from harness.topology import EtcdTls, KubeAccess, Member, Node, Seed
 from harness.providers.etcd_view import EtcdView, read_health, read_metrics
 from harness.providers.local import disks, effects, powerloss_fs
+from harness.processes import cmdline, log_tail, pid_alive, reap, signal_pid
 from harness.providers.local import etcd as etcdproc
 from harness.providers.state import StateBacked, read_state, state_path, stop_watchdogs, write_state
-from harness.wait import first_within, wait_for
+from harness.wait import wait_for
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
@@ -222,21 +224,21 @@ class LocalEnvironment(StateBacked, EtcdMembers):
 
     def member_running(self, member: str) -> bool:
         pid = self.member_pid(member)
-        return pid is not None and etcdproc.alive(pid)
+        return pid is not None and pid_alive(pid)
 
     def kill_member(self, member: str) -> int | None:
         pid = self.member_pid(member)
         self.signal_member(member, signal.SIGKILL)
-        if pid is not None and etcdproc.alive(pid):
+        if pid is not None and pid_alive(pid):
             raise HarnessError(f"{member} (pid {pid}) still runs after SIGKILL")
         return pid
 
     def signal_member(self, member: str, sig: signal.Signals) -> None:
         pid = self.member_pid(member)
         if pid is not None:
-            etcdproc.signal_pid(pid, sig)
+            signal_pid(pid, sig)
             if sig == signal.SIGKILL:
-                _reap(pid, 2.0)
+                reap(pid, 2.0)
                 self.update(lambda st: st["members"][member].update(pid=None))
 
     def start_member(self, member: str, joining: bool = False) -> int:
@@ -552,11 +554,11 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         from harness.providers.local.kubernetes import volumes_root
 
         path = volume_path(volumes_root(self), volume["volume"], volume["volume_uid"])
-        users = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and str(path) in _cmdline(int(p.name))]
+        users = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and str(path) in cmdline(int(p.name))]
         for pid in users:
-            etcdproc.signal_pid(pid, signal.SIGKILL)
+            signal_pid(pid, signal.SIGKILL)
         for pid in users:
-            _reap(pid, 2.0)
+            reap(pid, 2.0)
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
         shutil.rmtree(path, ignore_errors=True)
         return {"backing": str(path), "removed_bytes": size, "killed": users}
@@ -672,19 +674,12 @@ def _try_add(client: EtcdClient, peer_url: str) -> int | str:
         return str(e)
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def _helpers_serving(data: Path) -> list[int]:
     """powerloss-fs processes whose mount point is under `data`."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            argv = _cmdline(int(entry.name)).split()
+            argv = cmdline(int(entry.name)).split()
             if argv and argv[0].endswith(powerloss_fs.BINARY_NAME) and "--mount" in argv[:-1]:
                 mount = Path(argv[argv.index("--mount") + 1])
                 if mount == data or data in mount.parents:
@@ -704,10 +699,6 @@ def _ancestry() -> set[int]:
     return pids
 
 
-def _reap(pid: int, timeout: float) -> None:
-    first_within(lambda: None if etcdproc.alive(pid) else True, f"process {pid} to exit", timeout, interval=0.01)
-
-
 class LocalRegion:
     """Provider: `up()` builds the region, `down()` removes everything (idempotent)."""
 
@@ -720,7 +711,7 @@ class LocalRegion:
         self.path = state_path(config.state_dir, self.spec.name)
 
     def check_prerequisites(self) -> etcdproc.EtcdBinary:
-        if os.geteuid() != 0 and not os.environ.get("HARNESS_IN_USERNS"):
+        if rootless.needs_reexec():
             raise PrerequisiteError(
                 "the local region needs root or a user namespace; run through `harness` (it re-executes "
                 "itself under `unshare` when not root) or as root"
@@ -780,7 +771,7 @@ class LocalRegion:
         state: dict[str, Any] = {
             "spec": asdict(self.spec),
             "owner_pid": os.getpid(),
-            "holder_pid": int(os.environ["HARNESS_HOLDER_PID"]) if os.environ.get("HARNESS_HOLDER_PID") else None,
+            "holder_pid": rootless.namespace_holder(),
             "created": time.time(),
             "etcd": asdict(binary),
             "namespaces": [],
@@ -801,7 +792,7 @@ class LocalRegion:
                 env.wait_healthy(self.config.timeouts.region_up)
             except WaitTimeout as e:
                 dead = [m.name for m in members if not env.member_running(m.name)]
-                logs = "".join(f"\n--- {name} log:\n{log_tail(env.state['members'][name]['log'])}" for name in dead)
+                logs = "".join(f"\n--- {name} log:\n{log_tail(env.state['members'][name]['log'], 15)}" for name in dead)
                 raise EnvironmentStateError(f"region did not become healthy: {e}{logs}") from None
             env.update(lambda st: [rec.update(bootstrapped=True) for rec in st["members"].values()])
             if self.spec.backups:
@@ -904,20 +895,20 @@ class LocalRegion:
         if state:
             # A recorded pid may have been recycled since: only an etcd still counts as the member.
             pids |= {rec["pid"] for rec in state.get("members", {}).values()
-                     if rec.get("pid") and "etcd" in _cmdline(rec["pid"])}
+                     if rec.get("pid") and "etcd" in cmdline(rec["pid"])}
         for ns in names:
             pids |= set(netns.netns_pids(ns))
         pids -= _ancestry()  # never this process or what runs it, whatever namespace it visits
         for pid in pids:
-            if etcdproc.signal_pid(pid, signal.SIGKILL):
+            if signal_pid(pid, signal.SIGKILL):
                 removed.append(f"process {pid}")
         for pid in pids:
-            _reap(pid, 2.0)
+            reap(pid, 2.0)
         data = Path(state["data_dir"]) if state else self.config.data_dir / self.spec.name
         # The members' powerloss-fs helpers run in no namespace of the region: found by the data they serve.
         for pid in _helpers_serving(data):
-            if etcdproc.signal_pid(pid, signal.SIGKILL):
-                _reap(pid, 2.0)
+            if signal_pid(pid, signal.SIGKILL):
+                reap(pid, 2.0)
                 removed.append(f"powerloss-fs process {pid}")
         for ns in sorted(names):
             # Deleting a namespace drops its interfaces and its nftables tables with it.
@@ -939,7 +930,7 @@ class LocalRegion:
         self.path.with_suffix(".lock").unlink(missing_ok=True)
         holder = state.get("holder_pid") if state else None
         if holder and holder != os.getpid():
-            etcdproc.signal_pid(holder, signal.SIGKILL)
+            signal_pid(holder, signal.SIGKILL)
         return removed
 
 
@@ -964,10 +955,4 @@ def filesystem_of(path: Path) -> str:
                 best, kind = point, parts[2]
     return kind
 
-
-def log_tail(path: str | Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError
-from harness.kube import cluster, etcd_tls
-from harness.probes import placement
-from harness.providers.base import KubeAccess, Member, Seed, TaskEndpoint
+from harness.kube import cluster, etcd_tls, placement
+from harness.providers.base import TaskEndpoint
+from harness.topology import KubeAccess, Member, Seed
 from harness.providers.local.region import EtcdMembers, LocalEnvironment
 from harness.wait import wait_for
 
@@ -124,7 +124,7 @@ class ShootEtcd(EtcdMembers):
 
     # -- backups (seed 003): the sidecars the node agents run in etcd-main's pods --------------
     def backup_store(self) -> Any:
-        from harness.backup.seed_store import store_of
+        from harness.kube.seed_store import store_of
         from harness.backup.store import BackupStore
 
         return BackupStore(store_of(cluster.connect(self.seed.kube), self.namespace, self.name))

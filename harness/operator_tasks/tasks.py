@@ -3,7 +3,7 @@ resource (druid.gardener.cloud/v1alpha1: spec with taskType, taskConfig, ttlSeco
 status with taskStatus, initiatedAt, lastErrors, lastOperation, conditions), the admission rules
 ("Dealing with multiple operator tasks simultaneously": a duplicate is rejected, then each task's
 pre-conditions, then FIFO), and the calls that create, read, wait for and delete tasks. What the
-harness's steps, CLI and chaostoolkit actions use; an executor (harness.backup.executor, or
+harness's steps, CLI and chaostoolkit actions use; an executor (harness.operator_tasks.executor, or
 etcd-druid's) does the work.
 
 `spec.etcdName` names the etcd cluster a task is for (the seed's text leaves it to the namespace;
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.providers.base import KubeAccess
+from harness.topology import KubeAccess
 from harness.wait import wait_for
 
 GROUP, VERSION, PLURAL, KIND = "druid.gardener.cloud", "v1alpha1", "etcdoperatortasks", "EtcdOperatorTask"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from harness.kube import cluster
-from harness.reference.components import component_of
+from harness.components import component_of
 
 # What a pod-table cell says (GEP-20's tables, `the pods of the shoot control plane are`): RUNNING
 # is phase Running, the pod Ready and its node Ready, i.e. serving; a Running pod short of that is

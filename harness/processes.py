@@ -1,4 +1,5 @@
-"""Detached component processes: start, identify across harness runs, signal, stop.
+"""Processes the harness starts and stops: start detached, identify across harness runs, signal,
+reap, read their command lines and logs. Every layer uses these; they import only the wait helpers.
 
 A process is remembered by pid plus its kernel start time and boot id, so a later
 `harness down` never signals an unrelated process that reused the pid.
@@ -16,6 +17,43 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.wait import first_within
+
+
+def pid_alive(pid: int) -> bool:
+    """The pid runs and is no zombie (a zombie child of ours is reaped on the way)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return process_state(pid) not in ("Z", "")
+
+
+def signal_pid(pid: int, sig: signal.Signals) -> bool:
+    """Send sig to pid; False when it is gone."""
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def reap(pid: int, timeout: float) -> None:
+    """Wait up to timeout for pid to be gone (reaping it if it is our child)."""
+    first_within(lambda: None if pid_alive(pid) else True, f"process {pid} to exit", timeout, interval=0.01)
+
+
+def cmdline(pid: int) -> str:
+    """The pid's command line, its arguments joined by spaces ("" when it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def boot_id() -> str:
@@ -130,6 +168,7 @@ def terminate(record: ProcessRecord, grace_s: float, popen: subprocess.Popen[byt
 
 
 def log_tail(path: str | Path, lines: int = 25) -> str:
+    """The last lines of a log, for an error message."""
     try:
         text = Path(path).read_text(errors="replace")
     except OSError:

@@ -1,7 +1,7 @@
 """The task executor: what etcd-druid's EtcdOperatorTask controller does for one etcd, small.
 
 Every 0.2 s it lists the tasks of its namespace. A task without a state is admitted
-(harness.backup.tasks.admit: a duplicate or a failed pre-condition is rejected with the reason
+(harness.operator_tasks.tasks.admit: a duplicate or a failed pre-condition is rejected with the reason
 in lastErrors) or queued as pending. When none is in progress, the oldest pending task (FIFO) is
 checked again and run: QuorumLossRecoveryTask restores every member from the backups and waits
 for a healthy cluster, OnDemandSnapshotTask has the leading backup sidecar take a full or delta
@@ -13,7 +13,7 @@ It acts on the etcd through the environment's protocols (EtcdCluster, EtcdBackup
 DEP-05's metrics on `--metrics`: etcd_operator_task_duration_seconds (histogram) and
 etcd_operator_tasks_total (counter), labelled type and state (success, failed, rejected).
 
-    python -m harness.backup.executor --state-dir D --region R --kubeconfig K --namespace NS \\
+    python -m harness.operator_tasks.executor --state-dir D --region R --kubeconfig K --namespace NS \\
         --etcd-name etcd --metrics 127.0.0.1:PORT [--shoot]
 
 With `--shoot` the etcd is NS's etcd-main (or whichever `--etcd-name`) on the environment's seed.
@@ -31,10 +31,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.backup import tasks as t
+from harness.operator_tasks import tasks as t
 from harness.backup.store import FULL
 from harness.errors import HarnessError
-from harness.providers.base import EtcdBackups, EtcdCluster, KubeAccess, shoot_etcd
+from harness.providers.base import EtcdBackups, EtcdCluster, shoot_etcd
+from harness.topology import KubeAccess
 from harness.wait import first_within
 
 QUORUM_LOOK_S = 2.0  # an election in progress is not a quorum loss: look this long for a leader
@@ -208,7 +209,7 @@ def _created(task: Mapping[str, Any]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m harness.backup.executor", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m harness.operator_tasks.executor", description=__doc__.split("\n\n")[0])
     p.add_argument("--state-dir", required=True, type=Path)
     p.add_argument("--region", required=True)
     p.add_argument("--provider", default="local", help="the provider whose environment the tasks act on")
