@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness import etcd_builds, rootless, task_commands
-from harness.config import PROVIDER_NAMES, Config, load_config
+from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides, zone_list
 from harness.errors import CapabilityMissing, ConfigError, HarnessError
 from harness.faults import FAULTS
 from harness.providers import get_provider
@@ -173,32 +173,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace) -> Config:
-    overrides: dict[str, Any] = {}
-    for key, value in (("region.name", args.name), ("provider.name", args.provider),
-                       ("provider.kubeconfig", args.kubeconfig), ("provider.context", args.context)):
-        if value:
-            overrides[key] = value
+    given = {name: getattr(args, name) for name in ("name", "provider", "kubeconfig", "context")}
     if args.command == "up":
-        for key, value in (("members", args.members), ("layout", args.layout), ("nodes_per_zone", args.nodes_per_zone),
-                           ("hosts_per_zone", args.hosts_per_zone), ("data_on_disk", args.data_on_disk),
-                           ("member_disk_mib", args.member_disk_mib), ("power_loss_fs", args.power_loss_fs),
-                           ("backups", args.backups), ("full_snapshot_period_s", args.full_period),
-                           ("delta_snapshot_period_s", args.delta_period)):
-            if value is not None:
-                overrides[f"region.{key}"] = value
-        if args.zones:
-            overrides["region.zones"] = _zone_list(args.zones)
-        if args.etcd_bin:
-            overrides["etcd.binary"] = args.etcd_bin
-        if args.etcd_version:
-            overrides["etcd.version"] = args.etcd_version
-    if args.command in ("render", "deploy") and args.storage_class:
-        overrides["provider.storage_class"] = args.storage_class
-    return load_config(args.config, overrides)
-
-
-def _zone_list(text: str) -> list[str]:
-    return [z.strip() for z in text.split(",") if z.strip()]
+        given |= {name: getattr(args, name) for name in (
+            "members", "layout", "zones", "nodes_per_zone", "hosts_per_zone", "etcd_bin", "etcd_version", "data_on_disk",
+            "member_disk_mib", "power_loss_fs", "backups", "full_period", "delta_period")}
+    if args.command in ("render", "deploy"):
+        given["storage_class"] = args.storage_class
+    return load_config(args.config, option_overrides(given))
 
 
 def _print_status(desc: dict[str, Any]) -> None:
@@ -291,7 +273,7 @@ def _deploy(provider: Provider, env: Environment, config: Config, args: argparse
 def _render(config: Config, args: argparse.Namespace) -> int:
     from harness.reference.render import ReferenceSpec, render, to_yaml
 
-    zones = _zone_list(args.zones) if args.zones is not None else list(config.region.zones)
+    zones = zone_list(args.zones) if args.zones is not None else list(config.region.zones)
     storage = config.provider.storage_class or "harness-zonal"
     print(to_yaml(render(ReferenceSpec(args.tolerance, tuple(zones), args.form, args.namespace, storage,
                                        etcd_members=args.etcd_members))), end="")

@@ -267,6 +267,39 @@ def _section(cls: type, raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+# Command-line options that set configuration, by their names in the CLI and in the pytest plugin:
+# both read them through this one table (option_overrides), each passing the options it has.
+OPTION_KEYS: dict[str, str] = {
+    "name": "region.name", "region_name": "region.name",
+    "provider": "provider.name", "kubeconfig": "provider.kubeconfig",
+    "context": "provider.context", "kube_context": "provider.context",
+    "storage_class": "provider.storage_class",
+    "etcd_bin": "etcd.binary", "etcd_version": "etcd.version",
+    "zones": "region.zones", "members": "region.members", "layout": "region.layout",
+    "nodes_per_zone": "region.nodes_per_zone", "hosts_per_zone": "region.hosts_per_zone",
+    "data_on_disk": "region.data_on_disk", "member_disk_mib": "region.member_disk_mib",
+    "power_loss_fs": "region.power_loss_fs", "backups": "region.backups",
+    "full_period": "region.full_snapshot_period_s", "delta_period": "region.delta_snapshot_period_s",
+}
+
+
+def option_overrides(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration overrides (load_config's) of command-line options by name; an option that
+    is None or empty was not given. Zones may be given comma-separated."""
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        if value is None or value == "":
+            continue
+        key = OPTION_KEYS[name]
+        out[key] = zone_list(value) if key == "region.zones" and isinstance(value, str) else value
+    return out
+
+
+def zone_list(text: str) -> list[str]:
+    """Zones given comma-separated."""
+    return [z.strip() for z in text.split(",") if z.strip()]
+
+
 def load_config(
     path: Path | None = None,
     overrides: Mapping[str, Any] | None = None,

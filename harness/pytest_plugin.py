@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import pytest
 
 from harness import etcd_builds, rootless
-from harness.config import PROVIDER_NAMES, Config, load_config, with_region
+from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides, with_region
 from harness.errors import CapabilityMissing, EnvironmentStateError, HarnessError
 from harness.judge import Inconclusive
 from harness.faults.runner import FaultRunner
@@ -124,8 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from harness.report.runs import new_run_id
 
         path = config.getoption("harness_config")
-        loaded = load_config(Path(path) if path else None,
-                             {"provider.name": config.getoption("provider")} if config.getoption("provider") else {})
+        loaded = load_config(Path(path) if path else None, option_overrides({"provider": config.getoption("provider")}))
         run_id = config.getoption("harness_run_id") or new_run_id()
         if Path(run_id).name != run_id or run_id.startswith("."):
             raise pytest.UsageError(f"--harness-run-id must be a plain directory name (e.g. 20250101T120000Z-3fa9c1), "
@@ -298,15 +297,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def harness_config(pytestconfig: pytest.Config) -> Config:
-    overrides: dict[str, Any] = {"region.name": pytestconfig.getoption("region_name")}
-    if pytestconfig.getoption("data_on_disk"):
-        overrides["region.data_on_disk"] = True
-    for option, key in (("etcd_bin", "etcd.binary"), ("etcd_version", "etcd.version"), ("provider", "provider.name"),
-                        ("kubeconfig", "provider.kubeconfig"), ("kube_context", "provider.context")):
-        if pytestconfig.getoption(option):
-            overrides[key] = pytestconfig.getoption(option)
+    given = {name: pytestconfig.getoption(name) for name in (
+        "region_name", "etcd_bin", "etcd_version", "provider", "kubeconfig", "kube_context")}
+    given["data_on_disk"] = pytestconfig.getoption("data_on_disk") or None  # a flag: off is not given
     path = pytestconfig.getoption("harness_config")
-    return load_config(Path(path) if path else None, overrides)
+    return load_config(Path(path) if path else None, option_overrides(given))
 
 
 @pytest.fixture(scope="session")

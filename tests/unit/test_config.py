@@ -96,3 +96,34 @@ def test_etcd_log_level_is_one_of_etcds_and_reaches_its_flags(tmp_path: Path) ->
     assert "--log-level=debug" in member_args(binary, member, "", tmp_path, settings, "t")
     plain = member_args(binary, member, "", tmp_path, load_config(environ={}).etcd, "t")
     assert not any(a.startswith("--log-level") for a in plain)
+
+
+def test_options_set_configuration_through_one_table_whatever_their_names() -> None:
+    from harness.config import option_overrides
+
+    assert option_overrides({"name": "hh", "context": "c", "zones": "a, b,", "data_on_disk": None, "etcd_bin": ""}) \
+        == {"region.name": "hh", "provider.context": "c", "region.zones": ["a", "b"]}
+    assert option_overrides({"region_name": "hh", "kube_context": "c"}) == {"region.name": "hh", "provider.context": "c"}
+    assert option_overrides({"power_loss_fs": False}) == {"region.power_loss_fs": False}  # given, and off
+
+
+def test_an_option_left_off_keeps_what_the_file_says(tmp_path: Path) -> None:
+    from harness.config import option_overrides
+
+    path = tmp_path / "c.toml"
+    path.write_text("[region]\ndata_on_disk = true\nmembers = 5\n")
+    config = load_config(path, option_overrides({"data_on_disk": None, "members": None, "region_name": "xy"}), environ={})
+    assert config.region.data_on_disk and config.region.members == 5 and config.region.name == "xy"
+
+
+def test_the_cli_reads_each_commands_own_options(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from harness import cli
+
+    monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path))
+    monkeypatch.delenv("HARNESS_CONFIG", raising=False)
+    up = cli._config(cli._parser().parse_args(["--name", "ab", "up", "--zones", "z1,z2", "--members", "5", "--backups"]))
+    assert (up.region.name, up.region.zones, up.region.members, up.region.backups) == ("ab", ("z1", "z2"), 5, True)
+    # render's --zones names the seed's zones, not the region's
+    render = cli._config(cli._parser().parse_args(["render", "--tolerance", "zone", "--zones", "z1,z2",
+                                                       "--storage-class", "fast"]))
+    assert render.region.zones != ("z1", "z2") and render.provider.storage_class == "fast"

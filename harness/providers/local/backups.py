@@ -4,7 +4,7 @@ beside each member, in the member's node namespace, writing to a bucket of the r
 
 The sidecars write with a key pair of their own (an IAM user allowed the bucket and nothing else),
 never the harness's. A member's sidecar starts with the member and dies with its volume
-(`LocalEnvironment.lose_member_data`): a killed etcd process leaves its sidecar running, as a
+(`RegionRecord.lose_member_data`): a killed etcd process leaves its sidecar running, as a
 crashed container leaves the other containers of its pod.
 
 The same bucket holds the backups of the seed's etcds (`ensure_store`, Gardener's BackupBucket):
@@ -35,11 +35,11 @@ from harness.backup.store import BackupStore, StoreSpec
 from harness.errors import ConfigError, EnvironmentStateError
 from harness.processes import log_tail, pid_alive, reap, signal_pid
 from harness.providers.base import TaskEndpoint
-from harness.providers.local import effects
+from harness.providers.local.fault_tables import FAULT_TABLE_PREFIX, dropped_packets, remove_table
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
-    from harness.providers.local.region import LocalEnvironment
+    from harness.providers.local.core import RegionRecord
 
 SIDECAR_PORT = 8080  # etcd-backup-restore's server port
 BACKUP_USER = "etcd-backup"
@@ -51,7 +51,7 @@ def bucket_name(region: str) -> str:
     return f"ha-harness-{region.lower()}-etcd-backups"
 
 
-def ensure_store(env: LocalEnvironment) -> StoreSpec:
+def ensure_store(env: RegionRecord) -> StoreSpec:
     """The region's backup bucket in its cloud and the key pair of its backup user (an IAM user
     allowed that bucket and nothing else), made on first use; the prefix is left to each cluster."""
     from harness.providers.local.cloud import ensure_cloud
@@ -74,7 +74,7 @@ def ensure_store(env: LocalEnvironment) -> StoreSpec:
     return spec
 
 
-def start_backups(env: LocalEnvironment) -> StoreSpec:
+def start_backups(env: RegionRecord) -> StoreSpec:
     """The store, then a sidecar beside each member; recorded in the state."""
     from harness.etcd_builds import etcdutl_binary
 
@@ -89,7 +89,7 @@ def start_backups(env: LocalEnvironment) -> StoreSpec:
     return spec
 
 
-def store_spec(env: LocalEnvironment) -> StoreSpec:
+def store_spec(env: RegionRecord) -> StoreSpec:
     record = env.state.get("backups")
     if not record:
         raise ConfigError(f"region {env.spec.name!r} takes no backups: bring it up with [region] backups "
@@ -97,16 +97,16 @@ def store_spec(env: LocalEnvironment) -> StoreSpec:
     return StoreSpec.from_dict(record["store"])
 
 
-def store(env: LocalEnvironment) -> BackupStore:
+def store(env: RegionRecord) -> BackupStore:
     return BackupStore(store_spec(env))
 
 
-def sidecar_running(env: LocalEnvironment, member: str) -> bool:
+def sidecar_running(env: RegionRecord, member: str) -> bool:
     rec = (env.state.get("backups") or {}).get("sidecars", {}).get(member) or {}
     return bool(rec.get("pid")) and pid_alive(rec["pid"])
 
 
-def start_sidecar(env: LocalEnvironment, member: str) -> int:
+def start_sidecar(env: RegionRecord, member: str) -> int:
     """The member's sidecar, in its node's namespace, listening on the node's address."""
     record = env.state["backups"]
     if sidecar_running(env, member):
@@ -138,7 +138,7 @@ def start_sidecar(env: LocalEnvironment, member: str) -> int:
     return pid
 
 
-def stop_sidecar(env: LocalEnvironment, member: str) -> int | None:
+def stop_sidecar(env: RegionRecord, member: str) -> int | None:
     """Kill the member's sidecar (what it had not uploaded is gone); returns its pid."""
     rec = (env.state.get("backups") or {}).get("sidecars", {}).get(member) or {}
     pid = rec.get("pid")
@@ -149,14 +149,14 @@ def stop_sidecar(env: LocalEnvironment, member: str) -> int | None:
     return pid
 
 
-def _status_or_error(env: LocalEnvironment, member: str) -> dict[str, Any] | str:
+def _status_or_error(env: RegionRecord, member: str) -> dict[str, Any] | str:
     try:
         return sidecar_status(env, member)
     except EnvironmentStateError as e:
         return str(e)
 
 
-def sidecar_request(env: LocalEnvironment, member: str, method: str, path: str, timeout: float = 5.0) -> dict[str, Any]:
+def sidecar_request(env: RegionRecord, member: str, method: str, path: str, timeout: float = 5.0) -> dict[str, Any]:
     """A call to the member's sidecar from its node's namespace (harness.backup.sidecar.request)."""
     from harness.backup import sidecar
 
@@ -167,11 +167,11 @@ def sidecar_request(env: LocalEnvironment, member: str, method: str, path: str, 
                            f"{member}'s backup sidecar")
 
 
-def sidecar_status(env: LocalEnvironment, member: str) -> dict[str, Any]:
+def sidecar_status(env: RegionRecord, member: str) -> dict[str, Any]:
     return sidecar_request(env, member, "GET", "/status", env.config.timeouts.status_request * 4)
 
 
-def sidecars(env: LocalEnvironment) -> dict[str, dict[str, Any] | str]:
+def sidecars(env: RegionRecord) -> dict[str, dict[str, Any] | str]:
     out: dict[str, dict[str, Any] | str] = {}
     for m in env.members:
         if not sidecar_running(env, m.name):
@@ -184,7 +184,7 @@ def sidecars(env: LocalEnvironment) -> dict[str, dict[str, Any] | str]:
     return out
 
 
-def take_snapshot(env: LocalEnvironment, kind: str) -> dict[str, Any]:
+def take_snapshot(env: RegionRecord, kind: str) -> dict[str, Any]:
     """An on-demand snapshot, asked of the leading sidecar (the others refuse: 409)."""
     from harness.backup.sidecar import leading
 
@@ -193,9 +193,10 @@ def take_snapshot(env: LocalEnvironment, kind: str) -> dict[str, Any]:
     return sidecar_request(env, leading(sidecars(env)), "POST", f"/snapshot/{kind}", 300.0)
 
 
-def restore_from_backups(env: LocalEnvironment, progress: Callable[[str], None] | None = None,
-                         deltas: bool = True) -> dict[str, Any]:
-    """Compact the store's chain into one full snapshot, restore every member from it, start them."""
+def restore_from_backups(env: RegionRecord, restore_members: Callable[[Path, Path], float],
+                         progress: Callable[[str], None] | None = None, deltas: bool = True) -> dict[str, Any]:
+    """Compact the store's chain into one full snapshot, restore every member from it and start
+    them (`restore_members(snapshot, etcdutl)`, the region's: seconds the restore took)."""
     from harness.backup.compaction import compact
 
     began = time.monotonic()
@@ -203,14 +204,14 @@ def restore_from_backups(env: LocalEnvironment, progress: Callable[[str], None] 
     held = store(env).latest_revision()
     c = compact(store(env), Path(env.state["etcd"]["path"]), Path(record["etcdutl"]),
                 Path(record["workdir"]) / "restore", progress=progress, deltas=deltas)
-    restored = env.restore_members(c.snapshot.path, Path(record["etcdutl"]))
+    restored = restore_members(c.snapshot.path, Path(record["etcdutl"]))
     return {"revision": c.revision, "store_revision": held, "full": c.chain.full.name, "deltas": len(c.chain.deltas),
             "events": c.events, "compaction_s": round(c.seconds, 3), "restore_s": round(restored, 3),
             "total_s": round(time.monotonic() - began, 3)}
 
 
 # -- the backup-store-outage fault: the store unreachable from zones, dropped at the router --------
-def _store_address(env: LocalEnvironment) -> tuple[str, int]:
+def _store_address(env: RegionRecord) -> tuple[str, int]:
     """The store of the region's backups and of its seed's etcds alike."""
     recorded = env.state.get("backup_store")
     if not recorded:
@@ -223,10 +224,10 @@ def _store_address(env: LocalEnvironment) -> tuple[str, int]:
 
 
 def store_cut_table(run_id: str) -> str:
-    return f"{effects.FAULT_TABLE_PREFIX}store_{run_id.replace('-', '_')}"
+    return f"{FAULT_TABLE_PREFIX}store_{run_id.replace('-', '_')}"
 
 
-def cut_backup_store(env: LocalEnvironment, zones: list[str], run_id: str) -> dict[str, Any]:
+def cut_backup_store(env: RegionRecord, zones: list[str], run_id: str) -> dict[str, Any]:
     """The router drops what the zones send to the store's address and port (the harness, outside
     every zone, still reaches it)."""
     address, port = _store_address(env)
@@ -240,7 +241,7 @@ add rule inet {table} forward ip saddr {{ {subnets} }} ip daddr {address} tcp dp
     return {"table": table, "zones": zones, "store": f"{address}:{port}"}
 
 
-def backup_store_cut_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
+def backup_store_cut_effect(env: RegionRecord, data: dict[str, Any]) -> dict[str, Any] | None:
     """In effect once a connection to the store from each cut zone goes unanswered (tried from the
     zones' client namespaces at once; the store answers a zone it can hear in well under 0.1 s)."""
     address, port = _store_address(env)
@@ -256,16 +257,16 @@ def backup_store_cut_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict
     with ThreadPoolExecutor(len(data["zones"])) as pool:
         if any(pool.map(answered, data["zones"])):
             return None
-    return {"unreachable_from": data["zones"], "dropped_packets": effects.dropped_packets(env.names.router, data["table"])}
+    return {"unreachable_from": data["zones"], "dropped_packets": dropped_packets(env.names.router, data["table"])}
 
 
-def restore_backup_store(env: LocalEnvironment, data: dict[str, Any]) -> None:
+def restore_backup_store(env: RegionRecord, data: dict[str, Any]) -> None:
     """Idempotent; from the run id alone when inject never returned (the table is named after it)."""
     table = data.get("table") or store_cut_table(data["run_id"])
-    netns.nft(env.names.router, effects.remove_table(table), env.config.timeouts.command)
+    netns.nft(env.names.router, remove_table(table), env.config.timeouts.command)
 
 
-def compact_backups(env: LocalEnvironment) -> dict[str, Any]:
+def compact_backups(env: RegionRecord) -> dict[str, Any]:
     from harness.backup.compaction import compact_and_upload
 
     record = env.state["backups"]
@@ -278,7 +279,7 @@ TASK_NAMESPACE = "default"
 EXECUTOR = "etcd-task-executor"
 
 
-def task_endpoint(env: LocalEnvironment, shoot: tuple[str, str] | None = None) -> TaskEndpoint:
+def task_endpoint(env: RegionRecord, shoot: tuple[str, str] | None = None) -> TaskEndpoint:
     """The EtcdOperatorTask CRD installed on the region's seed and an executor running (a seed
     component: it stops with the seed): for the region's etcd, or for `shoot` (namespace, etcd
     name), one of a shoot's etcds on the seed. A shoot deployed anew (another namespace uid: new

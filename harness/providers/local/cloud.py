@@ -39,7 +39,7 @@ from harness.providers.local.uplink import ensure_uplink
 from harness.wait import wait_for, wait_serving
 
 if TYPE_CHECKING:
-    from harness.providers.local.region import LocalEnvironment
+    from harness.providers.local.core import RegionRecord
 
 TAG_NODE = "ha-harness/node"
 TAG_ZONE = "ha-harness/zone"
@@ -76,7 +76,7 @@ def changed_path(wd: Path) -> Path:
     return wd / "changed"
 
 
-def requests_since(env: LocalEnvironment, since: float = 0.0) -> list[dict[str, Any]]:
+def requests_since(env: RegionRecord, since: float = 0.0) -> list[dict[str, Any]]:
     """The cloud's AWS requests answered at or after `since` (unix time), oldest first."""
     record = env.state.get("cloud")
     if not record:
@@ -109,7 +109,7 @@ def availability_zones(zones: tuple[str, ...]) -> tuple[str, dict[str, str]]:
                                 f"{AWS_REGIONS[-1][1]}; this region has {len(zones)} zones")
 
 
-def start_cloud(env: LocalEnvironment) -> AwsAccess:
+def start_cloud(env: RegionRecord) -> AwsAccess:
     """Start the moto server and the reconciler, populate the account; record it all in the state.
 
     Returns the harness's access (its own admin credentials). On any failure everything started so
@@ -147,7 +147,7 @@ def start_cloud(env: LocalEnvironment) -> AwsAccess:
         raise
 
 
-def _remember(env: LocalEnvironment, name: str, record: ProcessRecord) -> None:
+def _remember(env: RegionRecord, name: str, record: ProcessRecord) -> None:
     """In the state and in the work directory: `down` finds the process even if the state file is lost."""
     env.update(lambda st: st["cloud"]["processes"].update({name: record.to_dict()}))
     path = workdir(env.config, env.spec.name) / "processes.json"
@@ -161,7 +161,7 @@ def _free_port(address: str) -> int:
         return int(s.getsockname()[1])
 
 
-def _start_moto(env: LocalEnvironment, wd: Path) -> str:
+def _start_moto(env: RegionRecord, wd: Path) -> str:
     # The harness reaches moto's address, one of its own, through loopback: that starts down in the
     # namespace a rootless harness makes itself.
     if ",UP" not in netns.run(["ip", "-o", "link", "show", "lo"], check=False):
@@ -205,7 +205,7 @@ def _serving(endpoint: str, popen: subprocess.Popen[bytes], timeout: float) -> b
         return False
 
 
-def _populate(env: LocalEnvironment, endpoint: str, region: str, azs: Mapping[str, str], vpc_cidr: str) -> AwsAccess:
+def _populate(env: RegionRecord, endpoint: str, region: str, azs: Mapping[str, str], vpc_cidr: str) -> AwsAccess:
     """The harness's admin, the machine controller, the VPC, subnets and instances."""
     bootstrap = AwsAccess(region, "", azs, Credentials("bootstrap", "bootstrap"), endpoint).client("iam", attempts=1)
     with aws_call("creating the local cloud's admin user"):
@@ -245,7 +245,7 @@ def _populate(env: LocalEnvironment, endpoint: str, region: str, azs: Mapping[st
     return access
 
 
-def replace_instance(env: LocalEnvironment, node: str) -> str:
+def replace_instance(env: RegionRecord, node: str) -> str:
     """A new instance for a node whose own was terminated (by a machine controller that gave up on
     it): the reconciler brings the node back once it runs. moto keeps a terminated instance's
     address taken, so the new one gets any address of the subnet; the node keeps its own."""
@@ -263,7 +263,7 @@ def replace_instance(env: LocalEnvironment, node: str) -> str:
     return instance_id
 
 
-def replace_terminated(env: LocalEnvironment, nodes: Collection[str]) -> dict[str, tuple[str, str]]:
+def replace_terminated(env: RegionRecord, nodes: Collection[str]) -> dict[str, tuple[str, str]]:
     """Each of `nodes` whose instance was terminated on a new instance, and running again once the
     reconciler restored it: node -> (old instance, new instance)."""
     state = env.refresh()
@@ -300,7 +300,7 @@ def cloud_access(state: Mapping[str, Any]) -> AwsAccess | None:
     return AwsAccess.from_dict(record["access"]) if record.get("access") else None
 
 
-def start_reconciler(env: LocalEnvironment, interval: float = 0.15) -> ProcessRecord:
+def start_reconciler(env: RegionRecord, interval: float = 0.15) -> ProcessRecord:
     """Start the reconciler (again: it picks up its memory from the status file) and wait for its
     first pass, so the region matches the API when this returns."""
     old = (env.refresh().get("cloud") or {}).get("processes", {}).get("reconciler")
@@ -363,7 +363,7 @@ def stop_cloud(config: Config, region: str, state: Mapping[str, Any] | None) -> 
     return removed
 
 
-def ensure_cloud(env: LocalEnvironment) -> AwsAccess:
+def ensure_cloud(env: RegionRecord) -> AwsAccess:
     """The region's cloud, started on first use; a reconciler that died is started again."""
     if env.refresh().get("cloud") is None:
         return start_cloud(env)

@@ -27,7 +27,7 @@ from harness.processes import ProcessRecord, log_tail, terminate
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
-    from harness.providers.local.region import LocalEnvironment
+    from harness.providers.local.core import RegionRecord
 
 USER = "cloud-controller"
 COMPONENT = "cloud-controller-manager"
@@ -37,7 +37,7 @@ POLICY = {"Version": "2012-10-17", "Statement": [
     {"Effect": "Allow", "Action": ["ec2:*", "elasticloadbalancing:*"], "Resource": "*"}]}
 
 
-def start_cloud_controller(env: LocalEnvironment, version: str | None = None) -> dict[str, Any]:
+def start_cloud_controller(env: RegionRecord, version: str | None = None) -> dict[str, Any]:
     """The controller of that release (None: the current one) running for the region's seed and
     cloud, started on first use, or in place of one of another release; its record {"process",
     "key" (its access key id: its calls in the cloud's request log), "log", "version",
@@ -88,7 +88,7 @@ def start_cloud_controller(env: LocalEnvironment, version: str | None = None) ->
     return record
 
 
-def _await_load_balancer_cleanup(env: LocalEnvironment) -> None:
+def _await_load_balancer_cleanup(env: RegionRecord) -> None:
     from kubernetes import client as k8s
 
     from harness.kube import cluster
@@ -105,7 +105,7 @@ def _await_load_balancer_cleanup(env: LocalEnvironment) -> None:
              "deleted", env.config.timeouts.deploy)
 
 
-def _start_kube_proxies(env: LocalEnvironment, kubeconfig: Any) -> None:
+def _start_kube_proxies(env: RegionRecord, kubeconfig: Any) -> None:
     """kube-proxy on every node (in its namespace), for the node ports the load balancers send
     to; seed components, restarted with their node."""
     from harness.kube import kube_proxy
@@ -132,7 +132,7 @@ def _started(process: ProcessRecord, offset: int) -> str | None:
     return "started" if "Starting service controller" in text or "Started \"service\"" in text else None
 
 
-def _user_key(env: LocalEnvironment, access: Any) -> dict[str, str]:
+def _user_key(env: RegionRecord, access: Any) -> dict[str, str]:
     """The controller's own IAM user and key, made once."""
     known = (env.state.get("cloud") or {}).get("controller_key")
     if known:
@@ -147,7 +147,7 @@ def _user_key(env: LocalEnvironment, access: Any) -> dict[str, str]:
     return key
 
 
-def _tag_cluster(env: LocalEnvironment, access: Any, cloud: dict[str, Any]) -> None:
+def _tag_cluster(env: RegionRecord, access: Any, cloud: dict[str, Any]) -> None:
     resources = [*cloud["instances"].values(), *cloud["subnets"].values()]
     with aws_call("tagging the instances and subnets as the cluster's"):
         access.client("ec2").create_tags(Resources=resources, Tags=tag_list({
@@ -167,7 +167,7 @@ def _internet_gateway(access: Any) -> None:
         ec2.create_route(RouteTableId=main["RouteTableId"], DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
 
 
-def _set_provider_ids(env: LocalEnvironment, access: Any, instances: dict[str, str]) -> None:
+def _set_provider_ids(env: RegionRecord, access: Any, instances: dict[str, str]) -> None:
     """Each node's instance, as a kubelet with --cloud-provider=external and the node controller
     would have set it; an id that names another instance is an error, not overwritten."""
     from kubernetes import client as k8s
@@ -187,7 +187,7 @@ def _set_provider_ids(env: LocalEnvironment, access: Any, instances: dict[str, s
             core.patch_node(node.name, {"spec": {"providerID": wanted}})
 
 
-def _elb_of(env: LocalEnvironment, namespace: str, service: str) -> tuple[Any, str | None]:
+def _elb_of(env: RegionRecord, namespace: str, service: str) -> tuple[Any, str | None]:
     """The ELB client and the name of the classic ELB of `namespace/service` (found by the tag
     the controller puts on it); None while there is none."""
     from harness.providers.local.cloud import cloud_access
@@ -204,7 +204,7 @@ def _elb_of(env: LocalEnvironment, namespace: str, service: str) -> tuple[Any, s
                       if any(tag["Key"] == SERVICE_TAG and tag["Value"] == wanted for tag in t.get("Tags", []))), None)
 
 
-def load_balancer_nodes(env: LocalEnvironment, namespace: str, service: str) -> list[str] | None:
+def load_balancer_nodes(env: RegionRecord, namespace: str, service: str) -> list[str] | None:
     """The nodes whose instances the classic ELB of `namespace/service` holds, sorted; None while
     there is no such ELB."""
     elb, name = _elb_of(env, namespace, service)
@@ -217,7 +217,7 @@ def load_balancer_nodes(env: LocalEnvironment, namespace: str, service: str) -> 
     return sorted({by_instance.get(r["InstanceId"], r["InstanceId"]) for r in registered})
 
 
-def _haproxy(env: LocalEnvironment, namespace: str, service: str) -> dict[str, Any] | None:
+def _haproxy(env: RegionRecord, namespace: str, service: str) -> dict[str, Any] | None:
     """The reconciler's record of the HAProxy that is the Service's ELB; None while it has none."""
     from harness.providers.local.cloud import status_path
 
@@ -229,7 +229,7 @@ def _haproxy(env: LocalEnvironment, namespace: str, service: str) -> dict[str, A
     return elbs.get(name) if name else None
 
 
-def load_balancer_endpoint(env: LocalEnvironment, namespace: str, service: str) -> tuple[str, int, str | None] | None:
+def load_balancer_endpoint(env: RegionRecord, namespace: str, service: str) -> tuple[str, int, str | None] | None:
     """Where a client on the internet reaches the Service's ELB (its DNS name, resolved): the address
     of its HAProxy on the load-balancer subnet, its first listener's port, from the router's
     namespace (outside every zone, as the internet is)."""
@@ -237,7 +237,7 @@ def load_balancer_endpoint(env: LocalEnvironment, namespace: str, service: str) 
     return (elb["address"], int(elb["shape"]["listeners"][0][0]), env.names.router) if elb else None
 
 
-def load_balancer_health(env: LocalEnvironment, namespace: str, service: str) -> dict[str, str]:
+def load_balancer_health(env: RegionRecord, namespace: str, service: str) -> dict[str, str]:
     """Registered node -> InService or OutOfService, as the ELB's own health checks have it
     (DescribeInstanceHealth's states; moto runs no checks, its HAProxy does)."""
     from harness.providers.local.cloud_elb import server_states

@@ -20,64 +20,30 @@ from harness import netns
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError
 from harness.processes import cmdline, log_tail, process_state, signal_pid, spawn
 from harness.providers.base import PORTS, LinkImpairment
-from harness.providers.local import disks
+from harness.providers.local import disks, members
+from harness.providers.local.kubernetes import restart_node_agents
+from harness.providers.local.fault_tables import (DELAY_DEV_PREFIX, FAULT_TABLE_PREFIX, dropped_packets, outage_rules,
+                                                  outage_table, remove_table)
 from harness.wait import first_within, wait_serving
 
 if TYPE_CHECKING:
-    from harness.providers.local.region import LocalEnvironment
+    from harness.providers.local.core import RegionRecord
 
 # Tables the harness adds for faults; `harness heal` drops every table with this prefix.
-FAULT_TABLE_PREFIX = "harness_"
 # Delay lines: TUN devices named with this prefix, routing tables (and rule preferences) in this range.
-DELAY_DEV_PREFIX = "hd-"
 DELAY_TABLES = (1000, 9000)
 NODE_FAILURE_MODES = ("kill", "freeze", "link-down")
 # A frozen node's processes: stopped, or already dead (a zombie not yet reaped runs no more either).
 FROZEN = ("T", "t", "Z", "X", "")
 
 
-def outage_table(zone: str) -> str:
-    return f"{FAULT_TABLE_PREFIX}outage_{zone.replace('-', '_')}"
-
-
-def outage_rules(table: str, subnet: str) -> str:
-    """Deny everything crossing the zone's subnet boundary, like an empty network ACL:
-    traffic inside the subnet still flows (NACLs do not filter it), established
-    connections are cut too. add+flush makes inject idempotent; nft -f applies atomically."""
-    return f"""add table inet {table}
-flush table inet {table}
-add chain inet {table} forward {{ type filter hook forward priority -10; policy accept; }}
-add chain inet {table} input {{ type filter hook input priority -10; policy accept; }}
-add chain inet {table} output {{ type filter hook output priority -10; policy accept; }}
-add rule inet {table} forward ip saddr {subnet} ip daddr != {subnet} counter drop
-add rule inet {table} forward ip daddr {subnet} ip saddr != {subnet} counter drop
-add rule inet {table} input ip saddr {subnet} counter drop
-add rule inet {table} output ip daddr {subnet} counter drop
-"""
-
-
-def remove_table(table: str) -> str:
-    # "add" first so that "delete" never fails on a table that is already gone.
-    return f"add table inet {table}\ndelete table inet {table}\n"
-
-
-def cut_zone(env: LocalEnvironment, zone: str) -> dict[str, Any]:
+def cut_zone(env: RegionRecord, zone: str) -> dict[str, Any]:
     table = outage_table(zone)
     netns.nft(env.names.router, outage_rules(table, env.names.subnet(zone)), env.config.timeouts.command)
     return {"table": table}
 
 
-def dropped_packets(ns: str, table: str) -> int | None:
-    """Packets the counters of an nft table in `ns` dropped so far; None when the table is not there."""
-    try:
-        listed = json.loads(netns.ns_run(ns, ["nft", "-j", "list", "table", "inet", table]))
-    except (HarnessError, ValueError):
-        return None
-    return sum(int(e["counter"]["packets"]) for item in listed.get("nftables", []) if "rule" in item
-               for e in item["rule"]["expr"] if "counter" in e)
-
-
-def zone_cut_effect(env: LocalEnvironment, zone: str, data: dict[str, Any]) -> dict[str, Any] | None:
+def zone_cut_effect(env: RegionRecord, zone: str, data: dict[str, Any]) -> dict[str, Any] | None:
     """The cut is in effect once the router has dropped a packet of the zone (the members'
     heartbeats cross it every 100 ms)."""
     table = data.get("table") or outage_table(zone)
@@ -91,7 +57,7 @@ _DROPPED = re.compile(r"counter packets (\d+) bytes \d+ drop")
 _PATH_COMMENT = re.compile(r'^\s*comment "([^"]+>[^"]+)"', re.M)
 
 
-def acl_effect(env: LocalEnvironment, zone: str, acl_ids: Collection[str]) -> dict[str, Any] | None:
+def acl_effect(env: RegionRecord, zone: str, acl_ids: Collection[str]) -> dict[str, Any] | None:
     """The local cloud's reconciler has put one of `acl_ids` on the zone's subnet at the router
     (the chain's comment names the ACL; nft's JSON leaves chain comments out, its text has them)
     and the chain's rules have dropped a packet."""
@@ -114,7 +80,7 @@ def peer_table(member: str) -> str:
     return f"{FAULT_TABLE_PREFIX}peer_{member.replace('-', '_')}"
 
 
-def cut_peer_traffic(env: LocalEnvironment, member: str) -> dict[str, Any]:
+def cut_peer_traffic(env: RegionRecord, member: str) -> dict[str, Any]:
     """Drop the member's peer traffic (TCP 2380, both ways, both directions of connection) where it
     crosses the router; its clients (2379) still reach it. Peers in its own zone do not cross the
     router: with one member per zone, that is every peer."""
@@ -129,13 +95,13 @@ def cut_peer_traffic(env: LocalEnvironment, member: str) -> dict[str, Any]:
     return {"table": table, "address": address}
 
 
-def peer_cut_effect(env: LocalEnvironment, member: str, data: dict[str, Any]) -> dict[str, Any] | None:
+def peer_cut_effect(env: RegionRecord, member: str, data: dict[str, Any]) -> dict[str, Any] | None:
     table = data.get("table") or peer_table(member)
     dropped = dropped_packets(env.names.router, table)
     return {"router_dropped_packets": dropped, "table": table} if dropped else None
 
 
-def restore_peer_traffic(env: LocalEnvironment, member: str, data: dict[str, Any]) -> None:
+def restore_peer_traffic(env: RegionRecord, member: str, data: dict[str, Any]) -> None:
     netns.nft(env.names.router, remove_table(data.get("table") or peer_table(member)), env.config.timeouts.command)
 
 
@@ -167,7 +133,7 @@ def link_rules(table: str, paths: Sequence[tuple[str, str, str]], impairment: Li
     return "\n".join(script) + "\n"
 
 
-def impair_links(env: LocalEnvironment, zones: Sequence[tuple[str, str]], impairment: LinkImpairment,
+def impair_links(env: RegionRecord, zones: Sequence[tuple[str, str]], impairment: LinkImpairment,
                  run_id: str) -> dict[str, Any]:
     if impairment.delay_ms is not None:
         return delay_links(env, zones, impairment.delay_ms, impairment.jitter_ms, run_id)
@@ -177,7 +143,7 @@ def impair_links(env: LocalEnvironment, zones: Sequence[tuple[str, str]], impair
     return {"table": table, "paths": [f"{a}>{b}" for a, b in zones]}
 
 
-def links_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
+def links_effect(env: RegionRecord, data: dict[str, Any]) -> dict[str, Any] | None:
     """In effect once the router dropped a packet on every path (nft's text names each chain's
     path in its comment; its JSON leaves chain comments out), or for a delay, once the delay line
     has handed packets back."""
@@ -195,7 +161,7 @@ def links_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] 
     return {"router_dropped_packets": dropped} if dropped and all(dropped.values()) else None
 
 
-def restore_links(env: LocalEnvironment, data: dict[str, Any]) -> None:
+def restore_links(env: RegionRecord, data: dict[str, Any]) -> None:
     """Whatever the fault made, from its run id alone if need be (a crash before it said more)."""
     netns.nft(env.names.router, remove_table(data.get("table") or link_table(data["run_id"])), env.config.timeouts.command)
     remove_delay_line(env, *delay_names(data["run_id"]))
@@ -207,7 +173,7 @@ def delay_names(run_id: str) -> tuple[str, int]:
     return f"{DELAY_DEV_PREFIX}{digest[:8]}", DELAY_TABLES[0] + int(digest[8:16], 16) % (DELAY_TABLES[1] - DELAY_TABLES[0])
 
 
-def delay_links(env: LocalEnvironment, zones: Sequence[tuple[str, str]], delay_ms: float, jitter_ms: float,
+def delay_links(env: RegionRecord, zones: Sequence[tuple[str, str]], delay_ms: float, jitter_ms: float,
                 run_id: str) -> dict[str, Any]:
     """A delay line (harness/providers/local/delay_line.py) in the router, and policy routing that
     sends each path's packets through it: by the bridge they come in on, their source and
@@ -233,7 +199,7 @@ def delay_links(env: LocalEnvironment, zones: Sequence[tuple[str, str]], delay_m
             "delay_ms": delay_ms, "jitter_ms": jitter_ms}
 
 
-def delay_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
+def delay_effect(env: RegionRecord, data: dict[str, Any]) -> dict[str, Any] | None:
     """The device's counters: packets the kernel routed into the line (its TX) and the line gave back (RX)."""
     try:
         link = json.loads(netns.run(["ip", "-n", env.names.router, "-s", "-j", "link", "show", "dev", data["delay_dev"]]))
@@ -244,7 +210,7 @@ def delay_effect(env: LocalEnvironment, data: dict[str, Any]) -> dict[str, Any] 
     return {"delay_line": data["delay_dev"], "packets_delayed": back} if into and back else None
 
 
-def remove_delay_line(env: LocalEnvironment, dev: str, table: int) -> None:
+def remove_delay_line(env: RegionRecord, dev: str, table: int) -> None:
     router, t = env.names.router, env.config.timeouts.command
     while True:  # one rule per path, all at this preference, deleted until none is left
         try:
@@ -252,7 +218,7 @@ def remove_delay_line(env: LocalEnvironment, dev: str, table: int) -> None:
         except HarnessError:
             break
     netns.run(["ip", "-n", router, "route", "flush", "table", str(table)], check=False, timeout=t)
-    _stop_delay_lines(router, f"--dev\0{dev}\0")
+    _stop_delay_lines(router, f"--dev {dev} ")  # processes.cmdline joins the arguments with spaces
 
 
 def _stop_delay_lines(router: str, marker: str) -> list[int]:
@@ -267,11 +233,11 @@ def _stop_delay_lines(router: str, marker: str) -> list[int]:
     return pids
 
 
-def restore_zone(env: LocalEnvironment, zone: str, data: dict[str, Any]) -> None:
+def restore_zone(env: RegionRecord, zone: str, data: dict[str, Any]) -> None:
     netns.nft(env.names.router, remove_table(data.get("table") or outage_table(zone)), env.config.timeouts.command)
 
 
-def fail_node(env: LocalEnvironment, node: str, mode: str) -> dict[str, Any]:
+def fail_node(env: RegionRecord, node: str, mode: str) -> dict[str, Any]:
     """Kill (SIGKILL), freeze (SIGSTOP) every process of the node, or take its link down."""
     if mode not in NODE_FAILURE_MODES:
         raise ConfigError(f"unknown node failure mode {mode!r}; accepted: {', '.join(NODE_FAILURE_MODES)}")
@@ -280,7 +246,7 @@ def fail_node(env: LocalEnvironment, node: str, mode: str) -> dict[str, Any]:
     data: dict[str, Any] = {"mode": mode, "member": member.name if member else None}
     if mode == "kill":
         if member is not None:
-            env.kill_member(member.name)
+            members.kill_member(env, member.name)
         for pid in netns.netns_pids(ns):
             signal_pid(pid, signal.SIGKILL)
         # A dead machine answers for none of its pods' addresses any more.
@@ -302,7 +268,7 @@ def fail_node(env: LocalEnvironment, node: str, mode: str) -> dict[str, Any]:
     return data
 
 
-def node_failure_effect(env: LocalEnvironment, node: str, data: dict[str, Any]) -> dict[str, Any] | None:
+def node_failure_effect(env: RegionRecord, node: str, data: dict[str, Any]) -> dict[str, Any] | None:
     """Killed: no process of the node runs; frozen: each is stopped; link down: the link says so."""
     ns = env.names.node_ns(node)
     mode = data.get("mode", "kill")
@@ -314,19 +280,19 @@ def node_failure_effect(env: LocalEnvironment, node: str, data: dict[str, Any]) 
         return {"stopped_processes": len(states)} if all(s in FROZEN for s in states.values()) else None
     running = [pid for pid, s in states.items() if s not in ("", "Z", "X")]
     member = data.get("member")
-    if running or (member and env.member_running(member)):
+    if running or (member and members.member_running(env, member)):
         return None
     return {"processes_left": 0, "member_gone": member}
 
 
-def restore_node(env: LocalEnvironment, node: str, data: dict[str, Any]) -> None:
+def restore_node(env: RegionRecord, node: str, data: dict[str, Any]) -> None:
     ns = env.names.node_ns(node)
     mode = data.get("mode", "kill")
     if mode == "kill":
         # The node comes back: its member restarts with the data it had, its kubelet stand-in too.
         if data.get("member"):
-            env.start_member(data["member"])
-        env.restart_node_agents(node)
+            members.start_member(env, data["member"])
+        restart_node_agents(env, node)
     elif mode == "freeze":
         for pid in netns.netns_pids(ns):
             signal_pid(pid, signal.SIGCONT)
@@ -334,7 +300,7 @@ def restore_node(env: LocalEnvironment, node: str, data: dict[str, Any]) -> None
         _link_up(env, node)
 
 
-def _link_up(env: LocalEnvironment, node: str) -> None:
+def _link_up(env: RegionRecord, node: str) -> None:
     ns = env.names.node_ns(node)
     t = env.config.timeouts.command
     netns.run(["ip", "-n", ns, "link", "set", "eth0", "up"], timeout=t)
@@ -342,7 +308,7 @@ def _link_up(env: LocalEnvironment, node: str) -> None:
     netns.run(["ip", "-n", ns, "route", "replace", "default", "via", env.names.gateway(env.node(node).zone)], timeout=t)
 
 
-def sweep(env: LocalEnvironment) -> list[str]:
+def sweep(env: RegionRecord) -> list[str]:
     """After a crash: remove every fault effect, whether or not the ledger knew of it."""
     done: list[str] = []
     rules = netns.run(["ip", "-n", env.names.router, "rule", "show"], check=False)
@@ -370,23 +336,23 @@ def sweep(env: LocalEnvironment) -> list[str]:
         ballast.unlink(missing_ok=True)
         done.append(f"removed {ballast}")
     for m in env.members:
-        if env.member_running(m.name) and not env.disk_serving(m.name):  # its powerloss-fs died under it
-            env.kill_member(m.name)
+        if members.member_running(env, m.name) and not members.disk_serving(env, m.name):  # its powerloss-fs died under it
+            members.kill_member(env, m.name)
             done.append(f"stopped {m.name}, whose disk (powerloss-fs) was gone")
-        if not env.member_running(m.name):
+        if not members.member_running(env, m.name):
             try:
-                env.start_member(m.name)
+                members.start_member(env, m.name)
                 done.append(f"restarted {m.name}")
             except EnvironmentStateError as e:  # its volume was lost: only a restore brings it back
                 done.append(f"left {m.name} down: {e}")
         elif any(a.startswith("GOFAIL_HTTP=") for a in env.state["members"][m.name]["args"]):
             try:
-                for name in env.failpoints(m.name):
-                    env.clear_failpoint(m.name, name)
+                for name in members.failpoints(env, m.name):
+                    members.clear_failpoint(env, m.name, name)
                     done.append(f"cleared failpoint {name} of {m.name}")
             except HarnessError as e:
                 done.append(f"could not clear the failpoints of {m.name}: {e}")
     for node in env.nodes:
-        if env.restart_node_agents(node.name):
+        if restart_node_agents(env, node.name):
             done.append(f"restarted the node agents of {node.name}")
     return done

@@ -21,7 +21,7 @@ from harness.providers.local.uplink import ensure_uplink, remove_uplink, uplink_
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
-    from harness.providers.local.region import LocalEnvironment
+    from harness.providers.local.core import RegionRecord
 
 # Zonal volumes on the local seed: no provisioner, the scheduler binds pre-created zonal PVs.
 STORAGE_CLASS = "harness-zonal"
@@ -34,7 +34,7 @@ LB_SUBNET = 200
 LB_BRIDGE = "b-lb"
 
 
-def lb_address(env: LocalEnvironment) -> str:
+def lb_address(env: RegionRecord) -> str:
     return f"{env.spec.subnet_prefix}.{LB_SUBNET}.10"
 
 
@@ -46,7 +46,7 @@ def context_name(region: str) -> str:
     return f"ha-harness-{region}"
 
 
-def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str, Any]:
+def start_for(env: RegionRecord, merge_into: Path | None = None) -> dict[str, Any]:
     """Start the seed with the region's nodes, zones and hosts; record it in the region state.
 
     With `merge_into`, its context is merged into that kubeconfig and made current."""
@@ -96,7 +96,7 @@ def start_for(env: LocalEnvironment, merge_into: Path | None = None) -> dict[str
     return record
 
 
-def pod_pool(env: LocalEnvironment, node: str) -> list[str]:
+def pod_pool(env: RegionRecord, node: str) -> list[str]:
     """The addresses a node gives the Deployment pods it runs for real (a load balancer's targets)."""
     n = env.node(node)
     index = [x.name for x in env.nodes_in(n.zone)].index(node)
@@ -105,12 +105,12 @@ def pod_pool(env: LocalEnvironment, node: str) -> list[str]:
     return [f"{prefix}.{first + i}" for i in range(POD_POOL_SIZE)]
 
 
-def volumes_root(env: LocalEnvironment) -> Path:
+def volumes_root(env: RegionRecord) -> Path:
     """Where the node agents keep the seed's PersistentVolumes (harness.kube.agent.volume_path)."""
     return env.config.data_dir / env.spec.name / "volumes"
 
 
-def _start_node_agents(env: LocalEnvironment, cp: Any) -> None:
+def _start_node_agents(env: RegionRecord, cp: Any) -> None:
     """One agent per node, inside the node's namespace (a kubelet for the pods that run for real)."""
     from harness.etcd_builds import etcdutl_path
     from harness.kube import ensure_binaries, sources_from_env
@@ -131,7 +131,7 @@ def _start_node_agents(env: LocalEnvironment, cp: Any) -> None:
         ])
 
 
-def _start_load_balancer(env: LocalEnvironment, workdir: Path) -> None:
+def _start_load_balancer(env: RegionRecord, workdir: Path) -> None:
     """HAProxy on a subnet of its own behind the router, outside every zone, with every node's pod
     addresses as targets: its health checks pick the kube-apiservers that answer, as a cloud
     load balancer's do."""
@@ -183,7 +183,7 @@ def keep_logs(config: Config, region: str) -> Path | None:
     return dest
 
 
-def _control_plane(env: LocalEnvironment) -> Any:
+def _control_plane(env: RegionRecord) -> Any:
     from harness.kube import ControlPlane, load_state
 
     record = env.state.get("kubernetes")
@@ -191,7 +191,7 @@ def _control_plane(env: LocalEnvironment) -> Any:
     return ControlPlane.from_state(state) if state else None
 
 
-def start_seed_component(env: LocalEnvironment, name: str, argv: list[str],
+def start_seed_component(env: RegionRecord, name: str, argv: list[str],
                          environment: dict[str, str] | None = None) -> Any:
     """One more process of the seed's (a controller): it stops with the seed. Returns its record."""
     cp = _control_plane(env)
@@ -201,13 +201,13 @@ def start_seed_component(env: LocalEnvironment, name: str, argv: list[str],
     return cp.records[name]
 
 
-def seed_component_running(env: LocalEnvironment, name: str) -> bool:
+def seed_component_running(env: RegionRecord, name: str) -> bool:
     cp = _control_plane(env)
     record = cp.records.get(name) if cp is not None else None
     return bool(record and record.alive())
 
 
-def restore_silenced(env: LocalEnvironment) -> list[str]:
+def restore_silenced(env: RegionRecord) -> list[str]:
     """Resume every zone whose kwoks were left frozen (a run that died mid-silence)."""
     cp = _control_plane(env)
     if cp is None:
@@ -218,19 +218,19 @@ def restore_silenced(env: LocalEnvironment) -> list[str]:
     return [f"restored kubernetes nodes of {zone}" for zone in silenced]
 
 
-def restart_node_agents(env: LocalEnvironment, node: str) -> bool:
+def restart_node_agents(env: RegionRecord, node: str) -> bool:
     cp = _control_plane(env)
     return bool(cp and cp.restart_node(node))
 
 
-def sweep_cordons(env: LocalEnvironment) -> list[str]:
+def sweep_cordons(env: RegionRecord) -> list[str]:
     from harness.kube.cluster import sweep_cordons as sweep
 
     access = env.kube()
     return sweep(access) if access else []
 
 
-def wait_nodes_ready(env: LocalEnvironment, timeout: float) -> None:
+def wait_nodes_ready(env: RegionRecord, timeout: float) -> None:
     """Every seed node Ready and untainted (after a fault, heartbeats take a lease period to resume)."""
     cp = _control_plane(env)
     if cp is None:

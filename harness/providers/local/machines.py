@@ -27,14 +27,14 @@ from harness.processes import ProcessRecord, terminate
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
-    from harness.providers.local.region import LocalEnvironment
+    from harness.providers.local.core import RegionRecord
 
 NAMESPACE = "ha-harness-machines"
 COMPONENTS = {"manager": "machine-controller-manager", "machines": "machine-controller"}
 STOP_GRACE_S = 5.0
 
 
-def start_machine_controllers(env: LocalEnvironment, health_timeout_s: float, drain_timeout_s: float) -> str:
+def start_machine_controllers(env: RegionRecord, health_timeout_s: float, drain_timeout_s: float) -> str:
     """Every node a Machine of a MachineSet per zone, MCM's controllers running and every Machine
     Running; returns the Machines' namespace."""
     from kubernetes import client as k8s
@@ -93,7 +93,7 @@ def machines(custom: Any, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
              "deleting": bool(m["metadata"].get("deletionTimestamp"))} for m in items]
 
 
-def stop_machine_controllers(env: LocalEnvironment) -> list[str]:
+def stop_machine_controllers(env: RegionRecord) -> list[str]:
     """Stop both controllers, then remove what they kept: the Machine objects (their finalizers
     are MCM's), the namespace and the instances made for new Machines; and give back what they
     took: a node whose instance MCM terminated gets a new one (the reconciler then brings the node
@@ -126,7 +126,7 @@ def stop_machine_controllers(env: LocalEnvironment) -> list[str]:
     return done
 
 
-def _records(env: LocalEnvironment) -> dict[str, ProcessRecord]:
+def _records(env: RegionRecord) -> dict[str, ProcessRecord]:
     record = env.refresh().get("machine_controllers") or {}
     return {n: ProcessRecord.from_dict(p) for n, p in record.get("processes", {}).items()}
 
@@ -154,7 +154,7 @@ def _unfinalize(custom: Any, namespace: str, plural: str) -> None:
                                                   {"metadata": {"finalizers": None}})
 
 
-def _terminate_made_instances(env: LocalEnvironment) -> list[str]:
+def _terminate_made_instances(env: RegionRecord) -> list[str]:
     """Instances the machine controller ran for new Machines (tagged with a class, not a node's)."""
     from harness.providers.local.cloud import cloud_access
 
@@ -175,7 +175,7 @@ def _terminate_made_instances(env: LocalEnvironment) -> list[str]:
     return [f"terminated instance {i}" for i in found]
 
 
-def _restore_nodes(env: LocalEnvironment, kept: dict[str, dict[str, Any]]) -> list[str]:
+def _restore_nodes(env: RegionRecord, kept: dict[str, dict[str, Any]]) -> list[str]:
     """The nodes whose instances MCM terminated on new instances, running again, and the Node
     objects MCM deleted made again from what was kept before it started."""
     from harness.providers.local.cloud import replace_terminated

@@ -16,161 +16,27 @@ from typing import TYPE_CHECKING, Any
 
 from harness import netns, rootless
 from harness.command_lines import EtcdServingTls
-from harness.config import Config, RegionSpec
-from harness.errors import (CapabilityMissing, ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError,
-                            WaitTimeout)
+from harness.config import Config
+from harness.errors import CapabilityMissing, ConfigError, EnvironmentStateError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
 from harness.providers.base import LinkImpairment, TaskEndpoint
-from harness.topology import EtcdTls, KubeAccess, Member, Node, Seed
-from harness.providers.etcd_view import EtcdView, read_health, read_metrics
+from harness.topology import Member, Node, Seed
 from harness.providers.local import disks, effects, powerloss_fs
-from harness.processes import cmdline, log_tail, pid_alive, reap, signal_pid
+from harness.providers.local import members as member_ops
+from harness.providers.local.core import EtcdMembers, Names, RegionRecord, plan
+from harness.processes import cmdline, log_tail, reap, signal_pid
 from harness.providers.local import etcd as etcdproc
-from harness.providers.state import StateBacked, read_state, state_path, stop_watchdogs, write_state
+from harness.providers.state import read_state, state_path, stop_watchdogs, write_state
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
 
 
-class Names:
-    """Namespace, interface and address naming for one region (short enough for IFNAMSIZ)."""
+class LocalEnvironment(RegionRecord):
+    """A running local region, as recorded in its state file, and everything it can do."""
 
-    def __init__(self, spec: RegionSpec) -> None:
-        self.spec = spec
-        self.prefix = spec.name
-
-    @property
-    def router(self) -> str:
-        return f"{self.prefix}-router"
-
-    def node_ns(self, node: str) -> str:
-        return f"{self.prefix}-{node}"
-
-    def client_ns(self, zone: str) -> str:
-        return f"{self.prefix}-client-{zone}"
-
-    def bridge(self, zone: str) -> str:
-        return f"b-{zone}"
-
-    def subnet(self, zone: str) -> str:
-        return f"{self.spec.subnet_prefix}.{self.spec.zones.index(zone) + 1}.0/24"
-
-    def gateway(self, zone: str) -> str:
-        return f"{self.spec.subnet_prefix}.{self.spec.zones.index(zone) + 1}.1"
-
-    def node_address(self, zone: str, index: int) -> str:
-        return f"{self.spec.subnet_prefix}.{self.spec.zones.index(zone) + 1}.{11 + index}"
-
-    def client_address(self, zone: str) -> str:
-        return f"{self.spec.subnet_prefix}.{self.spec.zones.index(zone) + 1}.250"
-
-    def host(self, zone: str, index: int) -> str | None:
-        """The physical host of the zone's node `index` (round-robin), when hosts are modelled."""
-        if self.spec.hosts_per_zone is None:
-            return None
-        return f"{zone}-h{index % self.spec.hosts_per_zone + 1}"
-
-    @property
-    def uplink(self) -> str:
-        """The veth end in the harness's own namespace that reaches the router (the seed's side)."""
-        return f"{self.prefix}-up"
-
-    def owns(self, ns: str) -> bool:
-        return ns.startswith(f"{self.prefix}-")
-
-
-def plan(spec: RegionSpec, tls: bool = False) -> tuple[tuple[Node, ...], tuple[Member, ...]]:
-    names = Names(spec)
-    scheme = "https" if tls else "http"
-    nodes = tuple(
-        Node(name=f"{zone}-{i + 1}", zone=zone, address=names.node_address(zone, i), host=names.host(zone, i))
-        for zone in spec.zones
-        for i in range(spec.nodes_in(zone))
-    )
-    used: dict[str, int] = {}
-    members = []
-    for i, zone in enumerate(spec.member_zones()):
-        node = next(n for n in nodes if n.zone == zone and n.name == f"{zone}-{used.get(zone, 0) + 1}")
-        used[zone] = used.get(zone, 0) + 1
-        members.append(
-            Member(
-                name=f"etcd-{i}",
-                node=node.name,
-                zone=zone,
-                client_url=f"{scheme}://{node.address}:2379",
-                peer_url=f"{scheme}://{node.address}:2380",
-            )
-        )
-    return nodes, tuple(members)
-
-
-def region_tls(directory: Path) -> EtcdTls:
-    """The harness's client TLS to the region's members, from the certificates made at `up`."""
-    from harness.kube.pki import etcd_pki_files
-
-    files = etcd_pki_files(directory)
-    return EtcdTls(files.ca, files.client_cert, files.client_key)
-
-
-class EtcdMembers(EtcdView):
-    """An etcd cluster whose members sit in the region's zones, reached from its client namespaces:
-    the region's own members, or those of a shoot control plane the seed's scheduler placed.
-    Probes, checks and validators work the same on both."""
-
-    config: Config
-    names: Names
-
-    def client_netns(self, zone: str | None) -> str | None:
-        """A zone's client namespace; outside every zone, the harness's own (None)."""
-        return self.names.client_ns(self.zone(zone)) if zone is not None else None
-
-    def reach(self, zone: str | None, host: str, port: int) -> tuple[str, int, str | None]:
-        return host, port, self.client_netns(zone)
-
-    def client_url(self, member: str, via_zone: str | None = None) -> str:
-        """The member's own URL: a zone's client namespace (client_netns) reaches it as it is."""
-        return self.member(member).client_url
-
-    def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
-        """A client for one member, opened from the client namespace of `via_zone`
-        (default: the member's own zone, like a sidecar next to it)."""
-        m = self.member(member)
-        zone = self.zone(via_zone) if via_zone else m.zone
-        return EtcdClient(m.client_url, self.names.client_ns(zone), timeout or self.config.timeouts.status_request, self.tls)
-
-    def metrics(self, member: str) -> str:
-        """The member's /metrics (its metrics listener, port 2381), read from its own zone."""
-        return read_metrics(self._metrics_listener(member))
-
-    def member_health(self, member: str) -> tuple[bool, str]:
-        return read_health(self._metrics_listener(member))
-
-    def _metrics_listener(self, member: str) -> netns.NsHTTPConnection:
-        m = self.member(member)
-        host = m.client_url.split("//")[1].split(":")[0]
-        return netns.NsHTTPConnection(host, 2381, self.config.timeouts.status_request * 4, self.names.client_ns(m.zone))
-
-
-class LocalEnvironment(StateBacked, EtcdMembers):
-    """A running local region, as recorded in its state file."""
-
-    provider = "local"
     node_failure_modes = effects.NODE_FAILURE_MODES
-
-    def __init__(self, config: Config, state: dict[str, Any]) -> None:
-        self.config = config
-        self.state = state
-        self.spec = RegionSpec(**{**state["spec"], "zones": tuple(state["spec"]["zones"])})
-        self.names = Names(self.spec)
-        self.tls = region_tls(Path(state["tls"])) if state.get("tls") else None
-        self.nodes, self.members = plan(self.spec, self.tls is not None)
-        self.zones = self.spec.zones
-        self.path = state_path(config.state_dir, self.spec.name)
-
-    @property
-    def etcdctl(self) -> str:
-        return str(self.state["etcd"]["etcdctl"])
 
     def zone_pair_bytes(self) -> dict[str, int]:
         from harness.providers.local.traffic_counters import zone_pair_bytes
@@ -218,66 +84,24 @@ class LocalEnvironment(StateBacked, EtcdMembers):
             wait_nodes_ready(self, timeout or self.config.timeouts.member_ready)
         return statuses
 
-    # -- member processes -------------------------------------------------
+    # -- member processes: harness.providers.local.members -------------------------
     def member_pid(self, member: str) -> int | None:
-        return self.state["members"][self.member(member).name].get("pid")
+        return member_ops.member_pid(self, member)
 
     def member_running(self, member: str) -> bool:
-        pid = self.member_pid(member)
-        return pid is not None and pid_alive(pid)
+        return member_ops.member_running(self, member)
 
     def kill_member(self, member: str) -> int | None:
-        pid = self.member_pid(member)
-        self.signal_member(member, signal.SIGKILL)
-        if pid is not None and pid_alive(pid):
-            raise HarnessError(f"{member} (pid {pid}) still runs after SIGKILL")
-        return pid
+        return member_ops.kill_member(self, member)
 
     def signal_member(self, member: str, sig: signal.Signals) -> None:
-        pid = self.member_pid(member)
-        if pid is not None:
-            signal_pid(pid, sig)
-            if sig == signal.SIGKILL:
-                reap(pid, 2.0)
-                self.update(lambda st: st["members"][member].update(pid=None))
+        return member_ops.signal_member(self, member, sig)
 
     def start_member(self, member: str, joining: bool = False) -> int:
-        """(Re)start a member on its node with its existing data directory (`joining`: an empty one,
-        the member just added to the cluster again: replace_member)."""
-        if self.member_running(member):
-            return self.member_pid(member)  # type: ignore[return-value]
-        rec = self.state["members"][self.member(member).name]
-        if rec.get("fs"):
-            self._power_on(member, rec["fs"])  # never a member on the empty directory beneath its filesystem
-        if not joining and rec.get("bootstrapped") and not (Path(self._flag(member, "data-dir")) / "member").is_dir():
-            # Started on an empty directory, it would bootstrap the same member of a "new" cluster
-            # with an empty log: a member that forgot what it acknowledged, or a new empty cluster.
-            raise EnvironmentStateError(f"{member}'s data is gone (its volume was lost): restore the cluster from "
-                                        "its backups (restore_from_backups) rather than start it empty")
-        pid = etcdproc.start_member(rec["ns"], rec["args"], Path(rec["log"]))
-        self.update(lambda st: st["members"][member].update(pid=pid))
-        if self.state.get("backups"):  # a member's pod comes back with its backup sidecar
-            from harness.providers.local.backups import start_sidecar
-
-            start_sidecar(self, member)
-        return pid
-
-    # -- a member's power: powerloss-fs under its data directory ([region] power_loss_fs) ----
-    def _power_on(self, member: str, fs: dict[str, Any]) -> None:
-        mount, t = Path(fs["mount"]), self.config.timeouts.command
-        if self.disk_serving(member):
-            return
-        if fs["pid"]:  # a helper without its mount, or a mount whose helper died: neither serves
-            powerloss_fs.stop(fs["pid"], mount, t)
-        powerloss_fs.unmount(mount)
-        pid = powerloss_fs.start(Path(fs["backing"]), mount, Path(fs["log"]), t)
-        self.update(lambda st: st["members"][member]["fs"].update(pid=pid))
-        fs["pid"] = pid
+        return member_ops.start_member(self, member, joining)
 
     def disk_serving(self, member: str) -> bool:
-        """False only for a member whose powerloss-fs is gone (powered off, or died) or lost its mount."""
-        fs = self.state["members"][self.member(member).name].get("fs")
-        return not fs or bool(fs["pid"] and not powerloss_fs.exited(fs["pid"]) and powerloss_fs.is_mounted(Path(fs["mount"])))
+        return member_ops.disk_serving(self, member)
 
     def power_off_member(self, member: str) -> dict[str, Any]:
         name = self.member(member).name
@@ -294,7 +118,7 @@ class LocalEnvironment(StateBacked, EtcdMembers):
 
     # -- a member's volume: lost, and made again from a snapshot (seed 003) ----
     def _flag(self, member: str, flag: str) -> str:
-        return next(a.split("=", 1)[1] for a in self.state["members"][member]["args"] if a.startswith(f"--{flag}="))
+        return member_ops.flag(self, member, flag)
 
     def lose_member_data(self, member: str) -> dict[str, Any]:
         """Kill the member and delete its data directory's contents (its own filesystem, if it has
@@ -427,7 +251,7 @@ class LocalEnvironment(StateBacked, EtcdMembers):
     def restore_from_backups(self, progress: Callable[[str], None] | None = None, deltas: bool = True) -> dict[str, Any]:
         from harness.providers.local.backups import restore_from_backups
 
-        return restore_from_backups(self, progress, deltas)
+        return restore_from_backups(self, self.restore_members, progress, deltas)
 
     def cut_backup_store(self, zones: list[str], run_id: str) -> dict[str, Any]:
         from harness.providers.local.backups import cut_backup_store
@@ -456,36 +280,15 @@ class LocalEnvironment(StateBacked, EtcdMembers):
         pid = self.member_pid(member)
         return pid is not None and effects.process_state(pid) in ("T", "t")
 
-    # -- gofail failpoints (a failpoints build serves them on GOFAIL_HTTP) ----
-    def _gofail(self, member: str, method: str, path: str, body: str | None = None) -> str:
-        m = self.member(member)
-        if not any(a.startswith("GOFAIL_HTTP=") for a in self.state["members"][m.name]["args"]):
-            raise ConfigError(f"{member} was not started with failpoints; set [etcd] failpoints = true (an etcd built "
-                              "with gofail: harness.etcd_builds) and bring the region up again")
-        address = m.client_url.split("//")[1].split(":")[0]
-        conn = netns.NsHTTPConnection(address, etcdproc.GOFAIL_PORT, self.config.timeouts.status_request * 4,
-                                      self.names.client_ns(m.zone))
-        try:
-            conn.request(method, path, body)
-            resp = conn.getresponse()
-            text = resp.read().decode(errors="replace")
-        except OSError as e:
-            raise EnvironmentStateError(f"{member}'s failpoints at {address}:{etcdproc.GOFAIL_PORT}: {e}") from None
-        finally:
-            conn.close()
-        if resp.status >= 300:
-            raise EnvironmentStateError(f"{member}'s failpoints: {method} {path}: HTTP {resp.status}: {text[:200]}")
-        return text
-
+    # -- gofail failpoints: harness.providers.local.members ------------------------
     def set_failpoint(self, member: str, name: str, action: str) -> None:
-        self._gofail(member, "PUT", f"/{name}", action)
+        return member_ops.set_failpoint(self, member, name, action)
 
     def clear_failpoint(self, member: str, name: str) -> None:
-        self._gofail(member, "DELETE", f"/{name}")
+        return member_ops.clear_failpoint(self, member, name)
 
     def failpoints(self, member: str) -> dict[str, str]:
-        listed = self._gofail(member, "GET", "/")
-        return {k: v for k, _, v in (line.partition("=") for line in listed.splitlines()) if v}
+        return member_ops.failpoints(self, member)
 
     # -- faults (the ledger is StateBacked's) -------------------------------
     def cut_zone(self, zone: str) -> dict[str, Any]:
@@ -535,11 +338,6 @@ class LocalEnvironment(StateBacked, EtcdMembers):
     def health(self) -> dict[str, Any]:
         return {name: (s if isinstance(s, str) else {"leader": s.leader, "term": s.raft_term, "rev": s.revision})
                 for name, s in self.status().items()}
-
-    # -- the local seed ---------------------------------------------------
-    def kube(self) -> KubeAccess | None:
-        record = self.state.get("kubernetes")
-        return KubeAccess(Path(record["kubeconfig"])) if record else None
 
     # -- what backs the local seed's volumes: directories (volume-loss on NAMESPACE/POD) -------
     def volume_backing_refused(self, volume: dict[str, Any]) -> str | None:

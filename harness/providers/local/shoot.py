@@ -15,7 +15,7 @@ from harness.errors import ConfigError, EnvironmentStateError, HarnessError
 from harness.kube import cluster, etcd_tls, placement
 from harness.providers.base import TaskEndpoint
 from harness.topology import KubeAccess, Member, Seed
-from harness.providers.local.region import EtcdMembers, LocalEnvironment
+from harness.providers.local.core import EtcdMembers, RegionRecord
 from harness.wait import wait_for
 
 
@@ -35,7 +35,7 @@ class ShootEtcd(EtcdMembers):
     provider = "local"
     durable = False  # see the ledger below
 
-    def __init__(self, env: LocalEnvironment, seed: Seed, namespace: str, name: str = "etcd-main") -> None:
+    def __init__(self, env: RegionRecord, seed: Seed, namespace: str, name: str = "etcd-main") -> None:
         self.env, self.seed, self.namespace = env, seed, namespace
         # Faults on the members themselves (member-kill) are kept here, not in the region's
         # ledger: the node agent restarts a killed member within a second, whatever becomes

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING
 
 from harness import netns
 from harness.providers.base import zone_pair
-from harness.providers.local.effects import DELAY_DEV_PREFIX
+from harness.providers.local.fault_tables import DELAY_DEV_PREFIX
 
 if TYPE_CHECKING:
-    from harness.providers.local.region import LocalEnvironment
+    from harness.providers.local.core import RegionRecord
 
 TABLE = "region_traffic"  # not harness_*: `harness heal` leaves it alone
 
 
-def _rules(env: LocalEnvironment) -> str:
+def _rules(env: RegionRecord) -> str:
     lines = [f"add table ip {TABLE}", f"flush table ip {TABLE}",
              f"add chain ip {TABLE} forward {{ type filter hook forward priority 10; policy accept; }}"]
     for a, b in permutations(env.zones, 2):
@@ -29,7 +29,7 @@ def _rules(env: LocalEnvironment) -> str:
     return "\n".join(lines) + "\n"
 
 
-def zone_pair_bytes(env: LocalEnvironment) -> dict[str, int]:
+def zone_pair_bytes(env: RegionRecord) -> dict[str, int]:
     """Bytes forwarded so far per pair; the counters are installed on first use (an existing
     table is kept, so every reader sees one running count)."""
     present = netns.ns_run(env.names.router, ["nft", "list", "tables"], check=False)

@@ -21,7 +21,7 @@ from harness.errors import EnvironmentStateError
 from harness.locks import held
 
 if TYPE_CHECKING:
-    from harness.providers.local.region import LocalEnvironment
+    from harness.providers.local.core import RegionRecord
 
 # /30 per region: .1 in the harness's namespace (the seed's API server, the cloud's API), .2 in the router.
 UPLINK_POOL = ipaddress.ip_network("10.76.0.0/16")
@@ -36,7 +36,7 @@ def uplink_address(state: Mapping[str, Any]) -> str | None:
     return str(ipaddress.IPv4Network(recorded).network_address + 1) if recorded else None
 
 
-def uplink_up(env: LocalEnvironment) -> str | None:
+def uplink_up(env: RegionRecord) -> str | None:
     """The harness-side address of the region's uplink if it is recorded and its veth carries it."""
     address = uplink_address(env.refresh())
     if address is None:
@@ -46,7 +46,7 @@ def uplink_up(env: LocalEnvironment) -> str | None:
     return address if f" {address}/30 " in shown else None
 
 
-def ensure_uplink(env: LocalEnvironment) -> str:
+def ensure_uplink(env: RegionRecord) -> str:
     """The region's uplink, made if it is not there yet; returns its harness-side address (the .1).
 
     If making it fails, what was made is removed again and the state no longer records it."""
@@ -68,7 +68,7 @@ def ensure_uplink(env: LocalEnvironment) -> str:
             raise
 
 
-def remove_uplink(env: LocalEnvironment) -> None:
+def remove_uplink(env: RegionRecord) -> None:
     """Delete the uplink's veth pair (its router end goes with it) and forget it in the state."""
     netns.run(["ip", "link", "del", env.names.uplink], check=False, timeout=env.config.timeouts.command)
     env.update(lambda st: st.pop("uplink", None))
@@ -83,7 +83,7 @@ def _claim_uplink() -> ipaddress.IPv4Network:
     raise EnvironmentStateError(f"every /30 of {UPLINK_POOL} is in use by other regions; take some down")
 
 
-def _add_uplink(env: LocalEnvironment, net: ipaddress.IPv4Network) -> str:
+def _add_uplink(env: RegionRecord, net: ipaddress.IPv4Network) -> str:
     n, t = env.names, env.config.timeouts.command
     harness_ip, router_ip = net.network_address + 1, net.network_address + 2
     netns.run(["ip", "link", "add", n.uplink, "type", "veth", "peer", "name", ROUTER_UPLINK, "netns", n.router], timeout=t)
