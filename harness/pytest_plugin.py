@@ -185,13 +185,20 @@ _TRIES = pytest.StashKey[int]()
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
     report: pytest.TestReport = yield
-    mode = item.config.getoption("inconclusive")
-    if not (call.when == "call" and report.failed and call.excinfo is not None
-            and call.excinfo.errisinstance(Inconclusive) and mode != "fail"):
+    if not (call.when == "call" and report.failed and call.excinfo is not None):
         return report
     from harness.probes import machine_cpu
 
+    # A red on a starved machine stays red (etcd slowed by the machine is still a slower etcd), but
+    # says what the machine had, so a reader can tell a busy runner from a slow system.
     cpu = machine_cpu.between(item.stash.get(_CPU_AT, None), machine_cpu.read())
+    if cpu is not None:
+        report.sections.append(("machine", f"over the steps, {cpu.describe()}"))
+        report.user_properties.append(("machine_cpu_busy_percent", f"{cpu.busy_percent:.0f}"))
+        item.user_properties.append(("machine_cpu_busy_percent", f"{cpu.busy_percent:.0f}"))
+    if not call.excinfo.errisinstance(Inconclusive) or item.config.getoption("inconclusive") == "fail":
+        return report
+    mode = item.config.getoption("inconclusive")
     said = ("inconclusive", str(call.excinfo.value)[:500] + (f" ({cpu.describe()} over the steps)" if cpu else ""))
     report.user_properties.append(said)
     item.user_properties.append(said)  # the JUnit writes the item's, at teardown
@@ -213,7 +220,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if item.stash.get(_TRIES, 0) == 1:
         item.stash[_TRIES] = 2
         _say(item.config, f"[harness] {item.nodeid}: inconclusive, running it once more")
-        item.user_properties[:] = [p for p in item.user_properties if p[0] != "inconclusive"]
+        item.user_properties[:] = [p for p in item.user_properties
+                                   if p[0] not in ("inconclusive", "machine_cpu_busy_percent")]
         runtestprotocol(item, nextitem=nextitem)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True

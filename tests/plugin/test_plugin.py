@@ -343,4 +343,8 @@ def _():
     assert once.parseoutcomes() == {"errors": 1} and once.ret == pytest.ExitCode.TESTS_FAILED
     plain = pytester.runpytest_subprocess("--inconclusive", "fail", "--junitxml", str(pytester.path / "plain.xml"))
     plain.assert_outcomes(failed=1)
-    assert '<property name="inconclusive"' not in (pytester.path / "plain.xml").read_text()
+    xml = (pytester.path / "plain.xml").read_text()
+    assert '<property name="inconclusive"' not in xml
+    # A failure says what the machine had beside its verdict (it stays a failure).
+    assert '<property name="machine_cpu_busy_percent"' in xml
+    plain.stdout.fnmatch_lines(["*- machine -*", "over the steps, the machine's CPU was *% busy over * core(s)*"])
