@@ -47,9 +47,10 @@ run: setup kube-binaries
 # The harness's own tests and every Gherkin feature but the @long ones (make nightly, make bugs), and
 # the @short must-fail scenarios (make must-fail runs them all); JUnit for CI pipelines. The Go
 # programs build in the background meanwhile (reports/builds.log): the tests that need none run
-# first (pyproject.toml's testpaths), a test that needs one waits for its build.
+# first (pyproject.toml's testpaths), a test that needs one waits for its build. The run must leave
+# nothing on the machine outside the repository and ~/.cache (scripts/leaves_nothing.py).
 test: setup
-	$(VENV)/bin/python -m harness.builds --all --beside -- \
+	$(VENV)/bin/python scripts/leaves_nothing.py -- $(VENV)/bin/python -m harness.builds --all --beside -- \
 		$(VENV)/bin/python -m pytest --junitxml=reports/junit.xml --harness-report -m "not long" $(PYTEST_ARGS)
 
 # Everything but the Kubernetes control plane tests (no Go build needed).

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Run a command and fail when it leaves anything of the harness on the machine outside the
+repository and ~/.cache: CI runners and laptops run the suite again and again.
+
+    scripts/leaves_nothing.py -- make test-inner
+
+The command gets a temporary directory of its own (TMPDIR; pytest's scratch, pytest-of-*, goes
+there too and is removed with it). Afterwards it must hold nothing else, no network namespace
+may be new, and no file may be new under the harness's state and data directories. After a
+failed command its temporary directory is kept for reading and only the rest is checked.
+Standard library only: it runs before and around everything else.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# Where the harness keeps regions (harness/config.py): root's and any user's, in memory and on disk.
+HARNESS_DIRS = ("/run/ha-harness", "/tmp/ha-harness*", "/var/tmp/ha-harness*", "/dev/shm/ha-harness*")
+PYTEST_SCRATCH = "pytest-of-"
+
+
+def netns() -> set[str]:
+    try:
+        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def harness_files(patterns: tuple[str, ...] = HARNESS_DIRS) -> set[str]:
+    """Every file (not directory) under the harness's directories; a directory left empty is no
+    trace of a run (the state directory is shared by concurrent regions and kept)."""
+    found: set[str] = set()
+    for base in (b for p in patterns for b in glob.glob(p)):
+        for root, _, files in os.walk(base):
+            found |= {os.path.join(root, f) for f in files}
+    return found
+
+
+def left_in(tmp: Path) -> list[str]:
+    """What is in the command's temporary directory but pytest's own scratch."""
+    return sorted(str(p) for p in tmp.iterdir() if not p.name.startswith(PYTEST_SCRATCH))
+
+
+def run(command: list[str], patterns: tuple[str, ...] = HARNESS_DIRS) -> int:
+    namespaces, files = netns(), harness_files(patterns)
+    # A short name: unix sockets under pytest's scratch in it stay within their 108 bytes.
+    tmp = Path(tempfile.mkdtemp(prefix="hh-run-"))
+    tmp.chmod(0o1777)  # as /tmp: the rootless tests' user writes here too
+    status = subprocess.call(command, env={**os.environ, "TMPDIR": str(tmp)})
+    left = [f"network namespace {ns}" for ns in sorted(netns() - namespaces)]
+    left += [f"file {f}" for f in sorted(harness_files(patterns) - files)]
+    if status != 0:
+        print(f"leaves-nothing: the command failed; its temporary files are kept in {tmp}", file=sys.stderr)
+    else:
+        left += [f"temporary {p}" for p in left_in(tmp)]
+        shutil.rmtree(tmp, ignore_errors=True)
+    if left:
+        print(f"leaves-nothing: {len(left)} thing(s) left behind on this machine:", file=sys.stderr)
+        for what in left:
+            print(f"  {what}", file=sys.stderr)
+    return status or (1 if left else 0)
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
+        print("usage: leaves_nothing.py -- COMMAND [ARG...]", file=sys.stderr)
+        return 2
+    return run(argv[argv.index("--") + 1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

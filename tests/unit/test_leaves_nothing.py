@@ -1,0 +1,63 @@
+"""scripts/leaves_nothing.py, the check that a run leaves the machine as it found it: shown
+failing on what a run could leave (a temporary file, a file in the harness's directories) and
+passing on pytest's own scratch, on real commands."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "leaves_nothing.py"
+spec = importlib.util.spec_from_file_location("leaves_nothing", SCRIPT)
+assert spec and spec.loader
+leaves_nothing = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(leaves_nothing)
+
+
+def sh(script: str) -> list[str]:
+    return ["sh", "-c", script]
+
+
+@pytest.fixture
+def harness_dirs(tmp_path: Path) -> tuple[str, ...]:
+    (tmp_path / "ha-harness").mkdir()
+    (tmp_path / "ha-harness" / "kept.json").write_text("{}")  # there before: not the run's
+    return (str(tmp_path / "ha-harness*"),)
+
+
+def test_pytest_scratch_and_empty_directories_are_no_trace(harness_dirs: tuple[str, ...],
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    base = harness_dirs[0].rstrip("*")
+    command = sh(f'mkdir -p "$TMPDIR/pytest-of-me/pytest-0/t0" "{base}/region-x/logs" && echo $TMPDIR > {base}/../tmp')
+    assert leaves_nothing.run(command, harness_dirs) == 0
+    tmp = Path((Path(base).parent / "tmp").read_text().strip())
+    assert tmp.name.startswith("hh-run-") and not tmp.exists()  # removed with pytest's scratch
+    assert capsys.readouterr().err == ""
+
+
+def test_a_temporary_file_or_a_harness_file_left_fails_and_is_named(harness_dirs: tuple[str, ...],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    base = harness_dirs[0].rstrip("*")
+    command = sh(f'touch "$TMPDIR/osrcp-1.json" && mkdir "{base}/r" && touch "{base}/r/region-r.json"')
+    assert leaves_nothing.run(command, harness_dirs) == 1
+    err = capsys.readouterr().err
+    assert "2 thing(s) left behind" in err and "osrcp-1.json" in err and f"file {base}/r/region-r.json" in err
+    assert "kept.json" not in err
+
+
+def test_a_failed_command_keeps_its_temporary_files_and_its_status(harness_dirs: tuple[str, ...],
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert leaves_nothing.run(sh('touch "$TMPDIR/evidence" && exit 3'), harness_dirs) == 3
+    err = capsys.readouterr().err
+    kept = Path(err.split("kept in ")[1].split()[0])
+    assert (kept / "evidence").exists()
+    shutil.rmtree(kept)
+
+
+def test_usage_without_a_command() -> None:
+    assert leaves_nothing.main([]) == 2 and leaves_nothing.main(["--"]) == 2
+    assert leaves_nothing.main(["--", sys.executable, "-c", "pass"]) == 0
