@@ -16,7 +16,7 @@ from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides
 from harness.errors import CapabilityMissing, ConfigError, HarnessError
 from harness.faults import FAULTS
 from harness.providers import get_provider
-from harness.providers.base import Environment, Provider, SeedBackupStore
+from harness.providers.base import CloudStarter, Environment, Provider, SeedBackupStore
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.state import read_state, state_path
 from harness.reference import conventions_cli
@@ -238,7 +238,7 @@ def _up(provider: Provider, config: Config, args: argparse.Namespace) -> int:
         print(f"kubernetes API server {kube['apiserver']}, {len(env.nodes)} nodes Ready\n"
               f"context {kube['context']} merged into {kube['merged_into']} and made current (kubectl works as is)")
     if args.cloud:
-        assert isinstance(provider, LocalRegion)
+        assert isinstance(provider, CloudStarter)  # a local region's (the branch above returned otherwise)
         try:
             access = provider.cloud(env)
         except BaseException:

@@ -9,7 +9,6 @@ down; every fault injected in a scenario is healed at its teardown, whatever hap
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import signal
@@ -22,15 +21,14 @@ import pytest
 
 from harness import etcd_builds, rootless
 from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides, with_region
-from harness.errors import CapabilityMissing, EnvironmentStateError, HarnessError
+from harness.errors import CapabilityMissing, HarnessError
 from harness.judge import Inconclusive
 from harness.faults.runner import FaultRunner
 from harness.providers import get_provider
-from harness.providers.base import EtcdCluster, Environment, Provider, ShootEtcds, shoot_etcd
+from harness.providers.base import (CloudStarter, EtcdCluster, Environment, Provider, Reclaimable, Replaceable,
+                                   RunFacts, ShootEtcds, shoot_etcd)
 from harness.topology import Seed
-from harness.processes import pid_alive as alive
 from harness.providers.local.region import LocalEnvironment, LocalRegion
-from harness.providers.state import read_state
 from harness.steps import STEP_MODULES
 from harness.steps.holders import Exploration, Loads, Probes, Shoots
 from harness.teardown import take_down
@@ -328,19 +326,12 @@ def _say(config: pytest.Config, text: str) -> None:
         reporter.write_line(text)
 
 
-def _bring_up(region: LocalRegion, config: pytest.Config) -> LocalEnvironment:
-    left = region.leftovers()
-    if left:
-        owner = (read_state(region.path) or {}).get("owner_pid")
-        if owner and owner != os.getpid() and alive(owner):
-            raise EnvironmentStateError(
-                f"region {region.spec.name!r} is in use by process {owner}; "
-                "wait for it or pick another name with --region-name"
-            )
-        # This name belongs to pytest sessions; what is there was left by one that died.
-        _say(config, f"[harness] removing leftovers of an earlier session: {', '.join(left)}")
-        region.down()
-    return region.up()
+def _bring_up(provider: Provider, config: pytest.Config) -> Environment:
+    if isinstance(provider, Reclaimable):
+        left = provider.reclaim()  # what a session that died left under this name; a live one's is an error
+        if left:
+            _say(config, f"[harness] removed the leftovers of an earlier session: {', '.join(left)}")
+    return provider.up()
 
 
 @pytest.fixture(scope="session")
@@ -352,33 +343,25 @@ def session_env(
     recorder = pytestconfig.stash.get(_RECORDER, None)
     environment = recorder.environment if recorder is not None else {}
     environment["provider"] = harness_provider.name
-    if not isinstance(harness_provider, LocalRegion):
-        try:
-            up = harness_provider.up()
-            environment["zones"] = list(up.zones)
-            yield up
-        finally:
-            take_down(harness_provider)  # heals, removes what it deployed; a cluster it did not create stays
-        return
-    env = _bring_up(harness_provider, pytestconfig)
-    # CI reads which etcd the verdicts are about from the JUnit file.
-    record_testsuite_property("etcd_version", env.state["etcd"]["version"])
-    record_testsuite_property("etcd_binary", env.state["etcd"]["path"])
-    # tmpfs: fsync costs nothing and a killed process's writes survive in the page cache; every
-    # write-gap, latency and lost-write figure of the run is about that medium.
-    record_testsuite_property("etcd_data", env.state.get("data_medium", "unknown"))
-    from harness.kube.binaries import KUBERNETES_VERSION
-    from harness.probes import versions
-
-    # Pinned until a scenario starts the seed (the `seed` fixture then asks its API).
-    environment.update(zones=list(env.zones), kubernetes_version=KUBERNETES_VERSION,
-                       kubernetes_version_source=versions.KUBE_PINNED, etcd_data=env.state.get("data_medium", "unknown"))
-    if recorder is not None:
-        environment.update(versions.etcd_version(env, env.state["etcd"]["version"]))
     try:
+        env = _bring_up(harness_provider, pytestconfig)
+        environment["zones"] = list(env.zones)
+        facts = env.run_facts() if isinstance(env, RunFacts) else {}
+        for key in ("etcd_version", "etcd_binary", "etcd_data"):  # CI reads what the verdicts are about here
+            if key in facts:
+                record_testsuite_property(key, facts[key])
+        from harness.probes import versions
+
+        if "kubernetes_version" in facts:  # until a scenario starts the seed (the `seed` fixture then asks its API)
+            environment.update(kubernetes_version=facts["kubernetes_version"],
+                               kubernetes_version_source=versions.KUBE_PINNED)
+        if "etcd_data" in facts:
+            environment["etcd_data"] = facts["etcd_data"]
+        if recorder is not None and "etcd_version" in facts:
+            environment.update(versions.etcd_version(env, facts["etcd_version"]))
         yield env
     finally:
-        take_down(harness_provider)
+        take_down(harness_provider)  # heals, removes what it deployed; a cluster it did not create stays
         pytestconfig.stash[_REPLACED] = None
 
 
@@ -422,6 +405,7 @@ def region_factory(harness_config: Config, pytestconfig: pytest.Config,
         region = LocalRegion(with_region(harness_config, etcd, name=name, **shape))
         made.append(region)
         fresh = _bring_up(region, pytestconfig)
+        assert isinstance(fresh, LocalEnvironment)
         inject_fixture(request._pyfuncitem._request, "etcd", fresh)  # type: ignore[attr-defined]
         return fresh
 
@@ -485,14 +469,13 @@ def env(session_env: Environment, harness_provider: Provider, pytestconfig: pyte
     the evidence, and the region is replaced, so the next scenario starts on a sound one."""
     current = pytestconfig.stash.get(_REPLACED, None) or session_env
     yield current
-    if not isinstance(harness_provider, LocalRegion) or not isinstance(current, LocalEnvironment):
+    if not isinstance(harness_provider, Replaceable) or not isinstance(current, EtcdCluster):
         return
     why = diverged(current, harness_config.timeouts.recovery)
     if why is None:
         return
     _say(pytestconfig, f"[harness] this scenario left the session's region inconsistent ({why}); replacing it")
-    harness_provider.down()
-    pytestconfig.stash[_REPLACED] = harness_provider.up()
+    pytestconfig.stash[_REPLACED] = harness_provider.replace()
     pytest.fail(f"this scenario left the session's region inconsistent once its faults were healed: {why}",
                 pytrace=False)
 
@@ -660,7 +643,7 @@ def cloud(harness_provider: Provider, env: Environment) -> "AwsAccess":
     """The environment's AWS account: the local region's own cloud (started on first use), or [aws]."""
     from harness.providers.base import Cloud
 
-    if isinstance(harness_provider, LocalRegion) and isinstance(env, LocalEnvironment):
+    if isinstance(harness_provider, CloudStarter):
         return harness_provider.cloud(env)
     access = env.aws() if isinstance(env, Cloud) else None
     if access is None:

@@ -505,3 +505,39 @@ class Provider(Protocol):
 
     def seed(self, env: Environment) -> Seed:
         """The seed cluster of `env`, started first where the provider starts it (local)."""
+
+
+# What a provider may also do; the plugin and the CLI check with isinstance, never by provider name.
+
+@runtime_checkable
+class Reclaimable(Protocol):
+    """A provider whose environment a run that died may have left behind under the same name (the
+    local region): the next run removes it first, unless a live process still owns it."""
+
+    def reclaim(self) -> list[str]:
+        """Remove what a dead owner left and say what was there ([] when nothing); raise
+        EnvironmentStateError, removing nothing, when a live process owns it."""
+
+
+@runtime_checkable
+class Replaceable(Protocol):
+    """A provider that can give a fresh environment in place of one a scenario left unsound."""
+
+    def replace(self) -> Environment:
+        """Take the environment down and bring a fresh one up."""
+
+
+@runtime_checkable
+class CloudStarter(Protocol):
+    """A provider that starts the environment's cloud itself, on first use (the local cloud)."""
+
+    def cloud(self, env: Environment) -> AwsAccess:
+        """The environment's AWS account, started if it is not running yet."""
+
+
+@runtime_checkable
+class RunFacts(Protocol):
+    """An environment that can say, as a run's JUnit properties and report, what its verdicts are
+    about: its etcd release and binary, the medium etcd's data is on, the Kubernetes it pins."""
+
+    def run_facts(self) -> dict[str, str]: ...

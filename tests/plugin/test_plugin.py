@@ -184,7 +184,7 @@ Feature: next
 """)
         result = pytester.runpytest_subprocess()
         result.assert_outcomes(passed=1)
-        result.stdout.fnmatch_lines(["*removing leftovers of an earlier session*pk-router*"])
+        result.stdout.fnmatch_lines(["*removed the leftovers of an earlier session*pk-router*"])
     finally:
         cli("--name", "pk", "down")
     assert namespaces("pk") == []

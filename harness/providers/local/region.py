@@ -24,7 +24,7 @@ from harness.topology import Member, Node, Seed
 from harness.providers.local import disks, effects, powerloss_fs
 from harness.providers.local import members as member_ops
 from harness.providers.local.core import EtcdMembers, Names, RegionRecord, plan
-from harness.processes import cmdline, log_tail, reap, signal_pid
+from harness.processes import cmdline, log_tail, pid_alive, reap, signal_pid
 from harness.providers.local import etcd as etcdproc
 from harness.providers.state import read_state, state_path, stop_watchdogs, write_state
 from harness.wait import wait_for
@@ -37,6 +37,15 @@ class LocalEnvironment(RegionRecord):
     """A running local region, as recorded in its state file, and everything it can do."""
 
     node_failure_modes = effects.NODE_FAILURE_MODES
+
+    def run_facts(self) -> dict[str, str]:
+        from harness.kube.binaries import KUBERNETES_VERSION
+
+        # tmpfs: fsync costs nothing and a killed process's writes survive in the page cache; every
+        # write-gap, latency and lost-write figure of the run is about that medium. The seed's
+        # Kubernetes is the pinned one until a scenario starts it and its API says.
+        return {"etcd_version": self.state["etcd"]["version"], "etcd_binary": self.state["etcd"]["path"],
+                "etcd_data": self.state.get("data_medium", "unknown"), "kubernetes_version": KUBERNETES_VERSION}
 
     def zone_pair_bytes(self) -> dict[str, int]:
         from harness.providers.local.traffic_counters import zone_pair_bytes
@@ -526,6 +535,21 @@ class LocalRegion:
         if self.path.exists():
             found.insert(0, str(self.path))
         return found
+
+    def reclaim(self) -> list[str]:
+        left = self.leftovers()
+        if left:
+            owner = (read_state(self.path) or {}).get("owner_pid")
+            if owner and owner != os.getpid() and pid_alive(owner):
+                raise EnvironmentStateError(
+                    f"region {self.spec.name!r} is in use by process {owner}; wait for it or give this run "
+                    "another region name (--region-name, or harness --name)")
+            self.down()
+        return left
+
+    def replace(self) -> LocalEnvironment:
+        self.down()
+        return self.up()
 
     def attach(self) -> LocalEnvironment:
         state = read_state(self.path)
