@@ -291,15 +291,21 @@ class ControlPlane:
         self.progress(f"{description}: ok after {_fmt(time.monotonic() - started)}")
 
     def stop(self) -> None:
-        """Stop every component at once, each given its grace period (a node agent stops its pods
-        first: one after the other, they took 5-7 s each). Safe to call repeatedly and after a crash."""
-        threads = [threading.Thread(target=terminate, args=(self.records[name], self.timings.stop_grace_s,
-                                                            self._popens.get(name)), name=f"stop-{name}")
-                   for name in reversed(list(self.records))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        """Stop the components in three waves, each wave's at once and each given its grace period
+        (a node agent stops its pods first: one after the other, they took 5-7 s each): the
+        clients of the API, then kube-apiserver, then etcd. Stopped together, kube-apiserver's
+        lease cleanup waited on an etcd that had stopped taking connections while etcd waited out
+        its 7 s request timeout for kube-apiserver's watch streams (11 s to stop a seed; in waves
+        about 2 s). Safe to call repeatedly and after a crash."""
+        last = ("kube-apiserver", "etcd")
+        for wave in ([n for n in reversed(list(self.records)) if n not in last], *([n] for n in last)):
+            threads = [threading.Thread(target=terminate, args=(self.records[name], self.timings.stop_grace_s,
+                                                                self._popens.get(name)), name=f"stop-{name}")
+                       for name in wave if name in self.records]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
         self.stopped = True
         self.silenced.clear()
         self.state_path.unlink(missing_ok=True)
