@@ -80,7 +80,9 @@ def test_a_failing_run_writes_its_report(pytester: pytest.Pytester) -> None:
     assert run.parent == reports.resolve() and run.name[:8].isdigit()
     cases = {c.get("name"): c for c in ET.parse(run / "junit.xml").getroot().iter("testcase")}
     props = {n: {p.get("name"): p.get("value") for p in c.iter("property")} for n, c in cases.items()}
+    busy = props["test_a_big_gap"].pop("machine_cpu_busy_percent")  # a failure says what the machine had
     assert props["test_a_small_gap"] == {"figure:write gap": "0.5 s"} and props["test_a_big_gap"] == {"figure:write gap": "3 s"}
+    assert 0 <= int(busy) <= 100
     cucumber = json.loads((run / "cucumber.json").read_text())
     assert [e["name"] for e in cucumber[0]["elements"]] == ["a small gap", "a big gap"]
     built = json.loads((run / "summary.json").read_text())
