@@ -326,12 +326,13 @@ def _say(config: pytest.Config, text: str) -> None:
         reporter.write_line(text)
 
 
-def _bring_up(provider: Provider, config: pytest.Config) -> Environment:
+def _reclaim(provider: Provider, config: pytest.Config) -> None:
+    """Remove what a session that died left under this name. A live session's environment is an
+    error: called before anything that would take the environment down on failure."""
     if isinstance(provider, Reclaimable):
-        left = provider.reclaim()  # what a session that died left under this name; a live one's is an error
+        left = provider.reclaim()
         if left:
             _say(config, f"[harness] removed the leftovers of an earlier session: {', '.join(left)}")
-    return provider.up()
 
 
 @pytest.fixture(scope="session")
@@ -343,8 +344,9 @@ def session_env(
     recorder = pytestconfig.stash.get(_RECORDER, None)
     environment = recorder.environment if recorder is not None else {}
     environment["provider"] = harness_provider.name
+    _reclaim(harness_provider, pytestconfig)
     try:
-        env = _bring_up(harness_provider, pytestconfig)
+        env = harness_provider.up()
         environment["zones"] = list(env.zones)
         facts = env.run_facts() if isinstance(env, RunFacts) else {}
         for key in ("etcd_version", "etcd_binary", "etcd_data"):  # CI reads what the verdicts are about here
@@ -403,9 +405,9 @@ def region_factory(harness_config: Config, pytestconfig: pytest.Config,
         # Named after the session's region, so that two sessions (--region-name) never share one.
         name = f"{harness_config.region.name[:2]}f{len(made)}"
         region = LocalRegion(with_region(harness_config, etcd, name=name, **shape))
-        made.append(region)
-        fresh = _bring_up(region, pytestconfig)
-        assert isinstance(fresh, LocalEnvironment)
+        _reclaim(region, pytestconfig)
+        made.append(region)  # ours from here: taken down at the end, also when its bring-up fails
+        fresh = region.up()
         inject_fixture(request._pyfuncitem._request, "etcd", fresh)  # type: ignore[attr-defined]
         return fresh
 

@@ -348,3 +348,29 @@ def _():
     # A failure says what the machine had beside its verdict (it stays a failure).
     assert '<property name="machine_cpu_busy_percent"' in xml
     plain.stdout.fnmatch_lines(["*- machine -*", "over the steps, the machine's CPU was *% busy over * core(s)*"])
+
+
+def test_a_region_a_live_session_owns_is_refused_and_left_to_it(pytester: pytest.Pytester) -> None:
+    """Two sessions with one region name: the second errs, saying who owns it, and takes nothing
+    of it down (its teardown runs only for what it brought up)."""
+    from harness.config import load_config
+    from harness.providers.state import state_path
+
+    make_project(pytester, """
+Feature: second
+  Scenario: a second session on a name in use
+    Given a healthy region with 3 etcd members spread over 3 zones
+""", "pl")
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    path = state_path(load_config().state_dir, "pl")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"owner_pid": owner.pid}))
+        result = pytester.runpytest_subprocess()
+        result.assert_outcomes(failed=1)  # the Given-step asks for the region
+        result.stdout.fnmatch_lines([f"*region 'pl' is in use by process {owner.pid}; wait for it*"])
+        assert json.loads(path.read_text()) == {"owner_pid": owner.pid}  # left as the owner has it
+    finally:
+        owner.kill()
+        owner.wait()
+        path.unlink(missing_ok=True)
