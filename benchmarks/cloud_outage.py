@@ -23,7 +23,7 @@ import time
 from harness import netns
 from harness.aws.nacl import apply_zone_outage, heal_zone_outage, plan_zone_outage
 from harness.config import load_config
-from harness.providers.local.cloud import status_path
+from harness.providers.local.cloud.account import status_path
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.wait import wait_for
 

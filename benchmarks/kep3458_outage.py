@@ -32,7 +32,7 @@ from harness.kube import cloud_controller as ccm  # noqa: E402
 from harness.kube import cluster, echo_service  # noqa: E402
 from harness.probes.connections import ConnectionProbe, node_of  # noqa: E402
 from harness.probes.load_balancer import ELB_UPDATES, NodeSetProbe  # noqa: E402
-from harness.providers.local.kubernetes import start_for  # noqa: E402
+from harness.providers.local.seed.kubernetes import start_for  # noqa: E402
 from harness.providers.local.region import LocalEnvironment, LocalRegion  # noqa: E402
 from harness.reference.deploy import apply, await_namespace_gone  # noqa: E402
 from harness.timeline import Timeline  # noqa: E402

@@ -36,7 +36,7 @@ BUILDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("kube-proxy", "harness.kube.kube_proxy", ()),
     ("cloud-provider-aws releases", "harness.kube.cloud_controller", ()),
     ("machine-controller-manager", "harness.kube.machine_controller", ()),
-    ("powerloss-fs", "harness.providers.local.powerloss_fs", ()),
+    ("powerloss-fs", "harness.providers.local.host.powerloss_fs", ()),
 )
 EVERY_ETCD = ("every etcd release harness.bugs runs, with etcdutl", "harness.etcd_builds", ("--all",))
 LOG = Path("reports") / "builds.log"

@@ -227,7 +227,7 @@ def _up(provider: Provider, config: Config, args: argparse.Namespace) -> int:
     print(f"region {config.region.name} is up: {len(env.zones)} zones, {len(env.nodes)} nodes, "
           f"{len(env.members)} etcd members (etcd {env.state['etcd']['version']}); state in {env.path}")
     if args.kubernetes:
-        from harness.providers.local.kubernetes import start_for
+        from harness.providers.local.seed.kubernetes import start_for
 
         assert config.provider.kubeconfig is not None
         try:

@@ -4,7 +4,7 @@ kube/gomod/cloud-provider-aws-v1.25; each built on first use. Its service contro
 classic ELB for each Service of type LoadBalancer (without a loadBalancerClass) and keeps the ELB's
 instances: the node set KEP-3458 (seed 002) is about. This module knows how it is built and started
 against an AWS API at an endpoint of its own; the local region starts it
-(harness.providers.local.cloud_controller).
+(harness.providers.local.seed.cloud_controller).
 
 It needs no instance metadata when its cloud config names the zone, VPC, subnet and cluster id,
 and reaches EC2 and ELB through `[ServiceOverride]` sections. It finds the nodes' instances by

@@ -5,7 +5,7 @@ machine driver for an EC2 API). gardener's AWS provider is not served by the Go 
 driver in main.go stands in for it, small: one instance per Machine, found by its Name tag.
 
 This module knows the objects and command lines, for any seed and any EC2 API (the local cloud or
-AWS); the local region starts it (harness.providers.local.machines).
+AWS); the local region starts it (harness.providers.local.seed.machines).
 
 The seed's own nodes become Machines: one Machine per node, named after it (its instance carries
 the node's name as its Name tag), created before the MachineSets (one per zone, as Gardener has a

@@ -58,7 +58,7 @@ def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(BOOTSTRAP_CALLS)
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.providers.local.cloud_server", "-H", "127.0.0.1",
+        proc = subprocess.Popen([sys.executable, "-m", "harness.providers.local.cloud.server", "-H", "127.0.0.1",
                                  "-p", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

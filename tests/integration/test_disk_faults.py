@@ -11,7 +11,7 @@ import pytest
 from harness.config import with_region
 from harness.errors import ConfigError, FaultError
 from harness.faults.runner import FaultRunner
-from harness.providers.local import disks
+from harness.providers.local.host import disks
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.timeline import Timeline
 from harness.wait import first_within, wait_for

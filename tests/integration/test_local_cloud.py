@@ -30,10 +30,10 @@ from harness.errors import EnvironmentStateError, HarnessError
 from harness.faults.runner import FaultRunner
 from harness.processes import ProcessRecord
 from harness.providers.base import Cloud
-from harness.providers.local.cloud import TAG_NODE, TAG_ZONE, start_cloud, start_reconciler, status_path, workdir
-from harness.providers.local.kubernetes import start_for
+from harness.providers.local.cloud.account import TAG_NODE, TAG_ZONE, start_cloud, start_reconciler, status_path, workdir
+from harness.providers.local.seed.kubernetes import start_for
 from harness.providers.local.region import LocalEnvironment, LocalRegion
-from harness.providers.local.uplink import ensure_uplink, uplink_address, uplink_up
+from harness.providers.local.network.uplink import ensure_uplink, uplink_address, uplink_up
 from harness.providers.state import state_path
 from harness.timeline import Timeline
 from harness.wait import wait_for

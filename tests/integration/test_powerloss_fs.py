@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import EnvironmentStateError
-from harness.providers.local import powerloss_fs
+from harness.providers.local.host import powerloss_fs
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not os.path.exists("/dev/fuse"), reason="powerloss-fs mounts with mount(2): needs root and /dev/fuse"

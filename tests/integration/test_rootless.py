@@ -35,7 +35,7 @@ def nobody_home() -> Iterator[dict[str, str]]:
     etcd and etcdctl (this user's cache is not readable by it): nothing is built again as that
     user, and nothing it writes (Go's caches, the harness's) stays behind."""
     from harness.config import load_config
-    from harness.providers.local.etcd import find_etcd
+    from harness.providers.local.host.etcd import find_etcd
 
     home = Path(tempfile.mkdtemp(prefix="harness-nobody-home-"))
     try:

@@ -20,7 +20,7 @@ from harness.kube import cluster, loadbalancer, placement
 from harness.probes.shoot_api import ShootApiClient, shoot_pki
 from harness.topology import Seed
 from harness.providers.local.region import LocalEnvironment, LocalRegion
-from harness.providers.local.shoot import ShootEtcd
+from harness.providers.local.seed.shoot import ShootEtcd
 from harness.reference.deploy import deploy
 from harness.reference.render import ReferenceSpec
 from harness.wait import wait_for

@@ -14,9 +14,9 @@ from harness.faults.runner import FaultRunner
 from harness.kube import cluster
 from harness.kube.agent import volume_path
 from harness.topology import Seed
-from harness.providers.local.kubernetes import volumes_root
+from harness.providers.local.seed.kubernetes import volumes_root
 from harness.providers.local.region import LocalEnvironment, LocalRegion
-from harness.providers.local.shoot import ShootEtcd
+from harness.providers.local.seed.shoot import ShootEtcd
 from harness.reference.deploy import deploy
 from harness.reference.render import ReferenceSpec
 from harness.timeline import Timeline

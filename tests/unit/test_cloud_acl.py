@@ -10,7 +10,7 @@ import pytest
 
 from harness.aws.nacl import DEFAULT_RULE, AclEntry, _zone_entries
 from harness.errors import ConfigError
-from harness.providers.local.cloud_acl import SubnetAcl, acl_ruleset, chain_rules, entry_rule, remove_ruleset
+from harness.providers.local.cloud.acl import SubnetAcl, acl_ruleset, chain_rules, entry_rule, remove_ruleset
 
 A, B, C = "10.77.1.0/24", "10.77.2.0/24", "10.77.3.0/24"
 IMPLICIT = 'counter drop comment "implicit deny"'

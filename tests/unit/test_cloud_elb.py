@@ -1,4 +1,4 @@
-"""An ELB's HAProxy (harness.providers.local.cloud_elb): its shape read from moto's description, its
+"""An ELB's HAProxy (harness.providers.local.cloud.elb): its shape read from moto's description, its
 configuration accepted by the real haproxy, and registration through the runtime API of a real
 haproxy on the loopback: a deregistered server's sessions are closed at once."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.kube import loadbalancer
-from harness.providers.local import cloud_elb
+from harness.providers.local.cloud import elb as cloud_elb
 from harness.wait import wait_for
 
 DESCRIPTION = {

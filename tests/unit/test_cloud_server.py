@@ -9,7 +9,7 @@ from typing import Any
 import io
 from pathlib import Path
 
-from harness.providers.local.cloud_server import mark_changes, refuse_inactive_keys, signer
+from harness.providers.local.cloud.server import mark_changes, refuse_inactive_keys, signer
 
 DATE = "20250101T000000Z"
 

@@ -86,7 +86,7 @@ def test_unknown_override() -> None:
 
 def test_etcd_log_level_is_one_of_etcds_and_reaches_its_flags(tmp_path: Path) -> None:
     from harness.topology import Member
-    from harness.providers.local.etcd import EtcdBinary, member_args
+    from harness.providers.local.host.etcd import EtcdBinary, member_args
 
     with pytest.raises(ConfigError, match=r"\[etcd\] log_level is one of debug, info, .*got 'verbose'"):
         load_config(overrides={"etcd.log_level": "verbose"}, environ={})

@@ -153,6 +153,35 @@ def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
     assert not found
 
 
+# The local provider's own floors, lowest first: a part imports its own floor and those below.
+LOCAL = "harness.providers.local"
+LOCAL_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("core: the region's record, names, plan, etcd view", ("core",)),
+    ("host: one OS mechanism each", ("host",)),
+    ("network: uplink, fault tables, counters", ("network",)),
+    ("cloud: the local AWS account, ACLs, ELBs, the backup store", ("cloud",)),
+    ("members: a member's process and its backup sidecar", ("backups", "members")),
+    ("seed: the local Kubernetes seed and what runs on it", ("seed",)),
+    ("effects: the faults' effects in the router and the nodes", ("effects",)),
+    ("region: LocalRegion and LocalEnvironment", ("region",)),
+    ("the cloud's reconciler, a process of its own driving the region", ("reconciler",)),
+)
+
+
+def local_floor(name: str) -> int:
+    part = name[len(LOCAL) + 1:].split(".")[0]
+    return next((i for i, (_, parts) in enumerate(LOCAL_LAYERS) if part in parts), -1)
+
+
+def test_the_local_provider_in_floors() -> None:
+    inside = [m for m in modules() if m.startswith(LOCAL + ".")]
+    assert not [m for m in inside if local_floor(m) < 0], "local provider modules missing from LOCAL_LAYERS"
+    up = [f"{src} imports {dst} at line {line}" for src in sorted(inside) for dst, line in sorted(graph()[src].items())
+          if dst.startswith(LOCAL + ".") and local_floor(dst) > local_floor(src)]
+    print("\n".join(up) or "no upward import inside the local provider")
+    assert not up
+
+
 def test_kube_backup_and_the_etcd_gateway_never_import_providers() -> None:
     low = [m for m in modules() if m.startswith(("harness.kube", "harness.backup")) or m == "harness.etcd_gateway"]
     assert not [(m, d) for m in low for d in graph()[m] if d.startswith("harness.providers")]
@@ -220,7 +249,7 @@ def test_only_the_cli_and_the_plugin_name_a_provider() -> None:
 
 def test_the_local_environment_and_a_shoot_etcd_are_etcd_clusters() -> None:
     from harness.providers.local.region import LocalEnvironment
-    from harness.providers.local.shoot import ShootEtcd
+    from harness.providers.local.seed.shoot import ShootEtcd
 
     cluster = ("client_netns", "client", "status", "leader", "wait_healthy", "metrics", "member", "zone")
     for cls, wanted in ((LocalEnvironment, (*cluster, "zone_pair_bytes", "shoot_etcd")), (ShootEtcd, cluster)):

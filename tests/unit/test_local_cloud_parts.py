@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.providers.local.cloud import availability_zones
-from harness.providers.local.cloud_reconcile import Status, main
+from harness.providers.local.cloud.account import availability_zones
+from harness.providers.local.reconciler import Status, main
 
 
 def test_zones_map_onto_availability_zones_by_index() -> None:

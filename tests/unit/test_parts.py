@@ -11,8 +11,8 @@ from harness import judge
 from harness.config import EtcdSettings, RegionSpec
 from harness.errors import PrerequisiteError, WaitAbandoned, WaitTimeout
 from harness.faults import get_fault
-from harness.providers.local.fault_tables import outage_rules, remove_table
-from harness.providers.local.etcd import find_etcd, parse_version
+from harness.providers.local.network.fault_tables import outage_rules, remove_table
+from harness.providers.local.host.etcd import find_etcd, parse_version
 from harness.providers.local.core import Names, plan
 from harness.timeline import Timeline
 from harness.wait import wait_for, wait_serving

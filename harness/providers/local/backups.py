@@ -18,60 +18,24 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-from harness import netns
-from harness.aws.errors import aws_call
-from harness.backup.store import BackupStore, StoreSpec
+from harness.backup.store import StoreSpec
 from harness.errors import ConfigError, EnvironmentStateError
 from harness.processes import log_tail, pid_alive, reap, signal_pid
-from harness.providers.base import TaskEndpoint
-from harness.providers.local.fault_tables import FAULT_TABLE_PREFIX, dropped_packets, remove_table
+from harness.providers.local.cloud.backup_store import CLUSTER_PREFIX, ensure_store, store
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
     from harness.providers.local.core import RegionRecord
 
+
 SIDECAR_PORT = 8080  # etcd-backup-restore's server port
-BACKUP_USER = "etcd-backup"
-CLUSTER_PREFIX = "etcd"  # the region's one etcd cluster
-STORE_PROBE_S = 0.1  # a connection to the store unanswered this long: the store is cut off
-
-
-def bucket_name(region: str) -> str:
-    return f"ha-harness-{region.lower()}-etcd-backups"
-
-
-def ensure_store(env: RegionRecord) -> StoreSpec:
-    """The region's backup bucket in its cloud and the key pair of its backup user (an IAM user
-    allowed that bucket and nothing else), made on first use; the prefix is left to each cluster."""
-    from harness.providers.local.cloud import ensure_cloud
-
-    if env.state.get("backup_store"):
-        return StoreSpec.from_dict(env.state["backup_store"])
-    access = ensure_cloud(env)
-    bucket = bucket_name(env.spec.name)
-    s3 = access.client("s3")
-    iam = access.client("iam")
-    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": [
-        f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]}]}
-    with aws_call(f"creating the backup bucket {bucket} and its user {BACKUP_USER}"):
-        s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": access.region})
-        iam.create_user(UserName=BACKUP_USER)
-        iam.put_user_policy(UserName=BACKUP_USER, PolicyName="backup-bucket", PolicyDocument=json.dumps(policy))
-        key = iam.create_access_key(UserName=BACKUP_USER)["AccessKey"]
-    spec = StoreSpec(access.endpoint_url, access.region, bucket, "", key["AccessKeyId"], key["SecretAccessKey"])
-    env.update(lambda st: st.update(backup_store=spec.to_dict()))
-    return spec
 
 
 def start_backups(env: RegionRecord) -> StoreSpec:
@@ -87,18 +51,6 @@ def start_backups(env: RegionRecord) -> StoreSpec:
     for m in env.members:
         start_sidecar(env, m.name)
     return spec
-
-
-def store_spec(env: RegionRecord) -> StoreSpec:
-    record = env.state.get("backups")
-    if not record:
-        raise ConfigError(f"region {env.spec.name!r} takes no backups: bring it up with [region] backups "
-                          "(`harness up --backups`)")
-    return StoreSpec.from_dict(record["store"])
-
-
-def store(env: RegionRecord) -> BackupStore:
-    return BackupStore(store_spec(env))
 
 
 def sidecar_running(env: RegionRecord, member: str) -> bool:
@@ -211,129 +163,3 @@ def restore_from_backups(env: RegionRecord, restore_members: Callable[[Path, Pat
 
 
 # -- the backup-store-outage fault: the store unreachable from zones, dropped at the router --------
-def _store_address(env: RegionRecord) -> tuple[str, int]:
-    """The store of the region's backups and of its seed's etcds alike."""
-    recorded = env.state.get("backup_store")
-    if not recorded:
-        raise EnvironmentStateError(f"region {env.spec.name!r} has no backup store yet: it is made with the region's "
-                                    "backups (`harness up --backups`) or the first seed etcd backed up")
-    parts = urlsplit(recorded.get("endpoint_url") or "")
-    if not parts.hostname or not parts.port:
-        raise EnvironmentStateError(f"the backup store's endpoint {recorded.get('endpoint_url')!r} has no address and port")
-    return parts.hostname, parts.port
-
-
-def store_cut_table(run_id: str) -> str:
-    return f"{FAULT_TABLE_PREFIX}store_{run_id.replace('-', '_')}"
-
-
-def cut_backup_store(env: RegionRecord, zones: list[str], run_id: str) -> dict[str, Any]:
-    """The router drops what the zones send to the store's address and port (the harness, outside
-    every zone, still reaches it)."""
-    address, port = _store_address(env)
-    table = store_cut_table(run_id)
-    subnets = ", ".join(env.names.subnet(z) for z in zones)
-    netns.nft(env.names.router, f"""add table inet {table}
-flush table inet {table}
-add chain inet {table} forward {{ type filter hook forward priority -10; policy accept; }}
-add rule inet {table} forward ip saddr {{ {subnets} }} ip daddr {address} tcp dport {port} counter drop
-""", env.config.timeouts.command)
-    return {"table": table, "zones": zones, "store": f"{address}:{port}"}
-
-
-def backup_store_cut_effect(env: RegionRecord, data: dict[str, Any]) -> dict[str, Any] | None:
-    """In effect once a connection to the store from each cut zone goes unanswered (tried from the
-    zones' client namespaces at once; the store answers a zone it can hear in well under 0.1 s)."""
-    address, port = _store_address(env)
-
-    def answered(zone: str) -> bool:
-        try:
-            with netns.entered(env.names.client_ns(zone)):
-                socket.create_connection((address, port), timeout=STORE_PROBE_S).close()
-            return True
-        except OSError:
-            return False
-
-    with ThreadPoolExecutor(len(data["zones"])) as pool:
-        if any(pool.map(answered, data["zones"])):
-            return None
-    return {"unreachable_from": data["zones"], "dropped_packets": dropped_packets(env.names.router, data["table"])}
-
-
-def restore_backup_store(env: RegionRecord, data: dict[str, Any]) -> None:
-    """Idempotent; from the run id alone when inject never returned (the table is named after it)."""
-    table = data.get("table") or store_cut_table(data["run_id"])
-    netns.nft(env.names.router, remove_table(table), env.config.timeouts.command)
-
-
-def compact_backups(env: RegionRecord) -> dict[str, Any]:
-    from harness.backup.compaction import compact_and_upload
-
-    record = env.state["backups"]
-    return compact_and_upload(store(env), Path(env.state["etcd"]["path"]), Path(record["etcdutl"]),
-                              Path(record["workdir"]) / "compaction")
-
-
-# -- the operator tasks' executor on the local seed ----------------------------------------------
-TASK_NAMESPACE = "default"
-EXECUTOR = "etcd-task-executor"
-
-
-def task_endpoint(env: RegionRecord, shoot: tuple[str, str] | None = None) -> TaskEndpoint:
-    """The EtcdOperatorTask CRD installed on the region's seed and an executor running (a seed
-    component: it stops with the seed): for the region's etcd, or for `shoot` (namespace, etcd
-    name), one of a shoot's etcds on the seed. A shoot deployed anew (another namespace uid: new
-    certificates, new members) gets a new executor."""
-    from harness.operator_tasks.tasks import install_crd
-    from harness.processes import ProcessRecord, terminate
-    from harness.locks import held
-    from harness.providers.local.kubernetes import start_seed_component
-
-    kube = env.kube()
-    if kube is None:
-        raise ConfigError(f"region {env.spec.name!r} has no seed to hold operator tasks: bring it up with "
-                          "`harness up --kubernetes --backups`")
-    if shoot is None:
-        store_spec(env)  # refuses a region without backups, saying how to get them
-    namespace, etcd_name = shoot or (TASK_NAMESPACE, CLUSTER_PREFIX)
-    key = f"{namespace}/{etcd_name}"
-    instance = _namespace_uid(kube, namespace) if shoot else ""
-    with held(env.config.state_dir, f"the task executor of {key} in region {env.spec.name}"):
-        record = (env.refresh().get("task_executors") or {}).get(key)
-        if record and pid_alive(record["pid"]):
-            if record.get("instance") == instance:
-                return TaskEndpoint(kube, namespace, etcd_name, f"http://{record['metrics']}/metrics")
-            terminate(ProcessRecord.from_dict(record["process"]), 5.0)
-        install_crd(kube, env.config.timeouts.kube_request * 3)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            metrics = f"127.0.0.1:{s.getsockname()[1]}"
-        process = start_seed_component(env, f"{EXECUTOR}-{namespace}-{etcd_name}" if shoot else EXECUTOR, [
-            sys.executable, "-m", "harness.operator_tasks.executor", f"--state-dir={env.config.state_dir}",
-            f"--region={env.spec.name}", f"--kubeconfig={kube.kubeconfig}", f"--namespace={namespace}",
-            f"--etcd-name={etcd_name}", f"--metrics={metrics}", *(["--shoot"] if shoot else [])])
-        pid = process.pid
-        env.update(lambda st: st.setdefault("task_executors", {}).update({key: {
-            "pid": pid, "metrics": metrics, "instance": instance, "process": process.to_dict()}}))
-    url = f"http://{metrics}/metrics"
-
-    def answers() -> str | None:
-        if not pid_alive(pid):
-            raise EnvironmentStateError(f"the task executor exited; its log ({process.log}):\n{log_tail(process.log)}")
-        try:
-            urllib.request.urlopen(url, timeout=1).close()
-            return "up"
-        except OSError:
-            return None
-
-    wait_for(answers, lambda a: a is not None, "the task executor's metrics", env.config.timeouts.region_up)
-    return TaskEndpoint(kube, namespace, etcd_name, url)
-
-
-def _namespace_uid(kube: Any, namespace: str) -> str:
-    from kubernetes import client as k8s
-
-    from harness.kube import cluster
-
-    with cluster.api_errors(f"reading namespace {namespace}"):
-        return str(k8s.CoreV1Api(cluster.connect(kube)).read_namespace(namespace).metadata.uid)

@@ -20,9 +20,10 @@ from harness import netns
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError
 from harness.processes import cmdline, log_tail, process_state, signal_pid, spawn
 from harness.providers.base import PORTS, LinkImpairment
-from harness.providers.local import disks, members
-from harness.providers.local.kubernetes import restart_node_agents
-from harness.providers.local.fault_tables import (DELAY_DEV_PREFIX, FAULT_TABLE_PREFIX, dropped_packets, outage_rules,
+from harness.providers.local import members
+from harness.providers.local.host import disks
+from harness.providers.local.seed.kubernetes import restart_node_agents
+from harness.providers.local.network.fault_tables import (DELAY_DEV_PREFIX, FAULT_TABLE_PREFIX, dropped_packets, outage_rules,
                                                   outage_table, remove_table)
 from harness.wait import first_within, wait_serving
 
@@ -61,7 +62,7 @@ def acl_effect(env: RegionRecord, zone: str, acl_ids: Collection[str]) -> dict[s
     """The local cloud's reconciler has put one of `acl_ids` on the zone's subnet at the router
     (the chain's comment names the ACL; nft's JSON leaves chain comments out, its text has them)
     and the chain's rules have dropped a packet."""
-    from harness.providers.local.cloud_acl import TABLE, chain_name
+    from harness.providers.local.cloud.acl import TABLE, chain_name
 
     try:
         listed = netns.ns_run(env.names.router, ["nft", "list", "table", "ip", TABLE])
@@ -175,7 +176,7 @@ def delay_names(run_id: str) -> tuple[str, int]:
 
 def delay_links(env: RegionRecord, zones: Sequence[tuple[str, str]], delay_ms: float, jitter_ms: float,
                 run_id: str) -> dict[str, Any]:
-    """A delay line (harness/providers/local/delay_line.py) in the router, and policy routing that
+    """A delay line (harness/providers/local/host/delay_line.py) in the router, and policy routing that
     sends each path's packets through it: by the bridge they come in on, their source and
     destination subnets."""
     dev, table = delay_names(run_id)
@@ -184,7 +185,7 @@ def delay_links(env: RegionRecord, zones: Sequence[tuple[str, str]], delay_ms: f
     ready = log.with_suffix(".ready")
     ready.unlink(missing_ok=True)
     popen, _ = spawn(f"delay line {dev}", ["ip", "netns", "exec", router, sys.executable, "-m",
-                                           "harness.providers.local.delay_line", "--dev", dev, "--delay-ms", str(delay_ms),
+                                           "harness.providers.local.host.delay_line", "--dev", dev, "--delay-ms", str(delay_ms),
                                            "--jitter-ms", str(jitter_ms), "--ready", str(ready)], log)
     wait_serving(lambda: None if ready.exists() else "its device is not up yet",
                  lambda: None if popen.poll() is None else f"it exited ({popen.returncode}); its log {log}:\n{log_tail(log)}",
@@ -316,7 +317,7 @@ def sweep(env: RegionRecord) -> list[str]:
         if DELAY_TABLES[0] <= pref < DELAY_TABLES[1]:
             remove_delay_line(env, "", pref)
             done.append(f"removed the delay line routing of table {pref}")
-    for pid in _stop_delay_lines(env.names.router, "harness.providers.local.delay_line"):
+    for pid in _stop_delay_lines(env.names.router, "harness.providers.local.host.delay_line"):
         done.append(f"stopped delay line process {pid}")
     tables = netns.ns_run(env.names.router, ["nft", "list", "tables"], check=False)
     for line in tables.splitlines():

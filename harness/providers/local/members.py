@@ -11,8 +11,8 @@ from typing import Any
 from harness import netns
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError
 from harness.processes import pid_alive, reap, signal_pid
-from harness.providers.local import etcd as etcdproc
-from harness.providers.local import powerloss_fs
+from harness.providers.local.host import etcd as etcdproc
+from harness.providers.local.host import powerloss_fs
 from harness.providers.local.core import RegionRecord
 
 

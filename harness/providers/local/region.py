@@ -21,11 +21,12 @@ from harness.errors import CapabilityMissing, ConfigError, EnvironmentStateError
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
 from harness.providers.base import LinkImpairment, TaskEndpoint
 from harness.topology import Member, Node, Seed
-from harness.providers.local import disks, effects, powerloss_fs
+from harness.providers.local import effects
+from harness.providers.local.host import disks, powerloss_fs
 from harness.providers.local import members as member_ops
 from harness.providers.local.core import EtcdMembers, Names, RegionRecord, plan
 from harness.processes import cmdline, log_tail, pid_alive, reap, signal_pid
-from harness.providers.local import etcd as etcdproc
+from harness.providers.local.host import etcd as etcdproc
 from harness.providers.state import read_state, state_path, stop_watchdogs, write_state
 from harness.wait import wait_for
 
@@ -48,7 +49,7 @@ class LocalEnvironment(RegionRecord):
                 "etcd_data": self.state.get("data_medium", "unknown"), "kubernetes_version": KUBERNETES_VERSION}
 
     def zone_pair_bytes(self) -> dict[str, int]:
-        from harness.providers.local.traffic_counters import zone_pair_bytes
+        from harness.providers.local.network.traffic_counters import zone_pair_bytes
 
         return zone_pair_bytes(self)
 
@@ -77,7 +78,7 @@ class LocalEnvironment(RegionRecord):
         return loadbalancer.backend_states(record)
 
     def shoot_etcd(self, seed: Seed, namespace: str, name: str) -> EtcdMembers:
-        from harness.providers.local.shoot import ShootEtcd
+        from harness.providers.local.seed.shoot import ShootEtcd
 
         return ShootEtcd(self, seed, namespace, name)
 
@@ -88,7 +89,7 @@ class LocalEnvironment(RegionRecord):
         member named, also every seed node Ready."""
         statuses = self.wait_members(timeout, members, max_lag)
         if members is None and self.refresh().get("kubernetes"):
-            from harness.providers.local.kubernetes import wait_nodes_ready
+            from harness.providers.local.seed.kubernetes import wait_nodes_ready
 
             wait_nodes_ready(self, timeout or self.config.timeouts.member_ready)
         return statuses
@@ -228,12 +229,12 @@ class LocalEnvironment(RegionRecord):
 
     # -- backups ([region] backups): harness.providers.local.backups ------------
     def backup_store(self) -> Any:
-        from harness.providers.local.backups import store
+        from harness.providers.local.cloud.backup_store import store
 
         return store(self)
 
     def seed_backup_store(self) -> Any:
-        from harness.providers.local.backups import ensure_store
+        from harness.providers.local.cloud.backup_store import ensure_store
 
         return ensure_store(self)
 
@@ -248,12 +249,12 @@ class LocalEnvironment(RegionRecord):
         return take_snapshot(self, kind)
 
     def compact_backups(self) -> dict[str, Any]:
-        from harness.providers.local.backups import compact_backups
+        from harness.providers.local.cloud.backup_store import compact_backups
 
         return compact_backups(self)
 
     def task_endpoint(self) -> TaskEndpoint:
-        from harness.providers.local.backups import task_endpoint
+        from harness.providers.local.seed.task_executor import task_endpoint
 
         return task_endpoint(self)
 
@@ -263,17 +264,17 @@ class LocalEnvironment(RegionRecord):
         return restore_from_backups(self, self.restore_members, progress, deltas)
 
     def cut_backup_store(self, zones: list[str], run_id: str) -> dict[str, Any]:
-        from harness.providers.local.backups import cut_backup_store
+        from harness.providers.local.cloud.backup_store import cut_backup_store
 
         return cut_backup_store(self, zones, run_id)
 
     def backup_store_cut_effect(self, data: dict[str, Any]) -> dict[str, Any] | None:
-        from harness.providers.local.backups import backup_store_cut_effect
+        from harness.providers.local.cloud.backup_store import backup_store_cut_effect
 
         return backup_store_cut_effect(self, data)
 
     def restore_backup_store(self, data: dict[str, Any]) -> None:
-        from harness.providers.local.backups import restore_backup_store
+        from harness.providers.local.cloud.backup_store import restore_backup_store
 
         restore_backup_store(self, data)
 
@@ -340,7 +341,7 @@ class LocalEnvironment(RegionRecord):
         return effects.node_failure_effect(self, node, data)
 
     def sweep(self) -> list[str]:
-        from harness.providers.local.kubernetes import restore_silenced, sweep_cordons
+        from harness.providers.local.seed.kubernetes import restore_silenced, sweep_cordons
 
         return effects.sweep(self) + restore_silenced(self) + sweep_cordons(self)
 
@@ -358,7 +359,7 @@ class LocalEnvironment(RegionRecord):
         process still running on it (the member of a pod the API no longer holds, which its node
         agent would stop within its grace period) dies with its disk, at once."""
         from harness.kube.agent import volume_path
-        from harness.providers.local.kubernetes import volumes_root
+        from harness.providers.local.seed.kubernetes import volumes_root
 
         path = volume_path(volumes_root(self), volume["volume"], volume["volume_uid"])
         users = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and str(path) in cmdline(int(p.name))]
@@ -372,12 +373,12 @@ class LocalEnvironment(RegionRecord):
 
     # -- the local cloud ----------------------------------------------------
     def start_machine_controllers(self, health_timeout_s: float, drain_timeout_s: float) -> str:
-        from harness.providers.local.machines import start_machine_controllers
+        from harness.providers.local.seed.machines import start_machine_controllers
 
         return start_machine_controllers(self, health_timeout_s, drain_timeout_s)
 
     def stop_machine_controllers(self) -> list[str]:
-        from harness.providers.local.machines import stop_machine_controllers
+        from harness.providers.local.seed.machines import stop_machine_controllers
 
         return stop_machine_controllers(self)
 
@@ -385,7 +386,7 @@ class LocalEnvironment(RegionRecord):
         from kubernetes import client as k8s
 
         from harness.kube import cluster
-        from harness.providers.local.machines import NAMESPACE, machines
+        from harness.providers.local.seed.machines import NAMESPACE, machines
 
         kube = self.kube()
         if kube is None:
@@ -393,35 +394,35 @@ class LocalEnvironment(RegionRecord):
         return machines(k8s.CustomObjectsApi(cluster.connect(kube)), NAMESPACE)
 
     def start_cloud_controller(self, version: str | None = None) -> dict[str, Any]:
-        from harness.providers.local.cloud_controller import start_cloud_controller
+        from harness.providers.local.seed.cloud_controller import start_cloud_controller
 
         return start_cloud_controller(self, version)
 
     def load_balancer_nodes(self, namespace: str, service: str) -> list[str] | None:
-        from harness.providers.local.cloud_controller import load_balancer_nodes
+        from harness.providers.local.seed.cloud_controller import load_balancer_nodes
 
         return load_balancer_nodes(self, namespace, service)
 
     def load_balancer_endpoint(self, namespace: str, service: str) -> tuple[str, int, str | None] | None:
-        from harness.providers.local.cloud_controller import load_balancer_endpoint
+        from harness.providers.local.seed.cloud_controller import load_balancer_endpoint
 
         return load_balancer_endpoint(self, namespace, service)
 
     def load_balancer_health(self, namespace: str, service: str) -> dict[str, str]:
-        from harness.providers.local.cloud_controller import load_balancer_health
+        from harness.providers.local.seed.cloud_controller import load_balancer_health
 
         return load_balancer_health(self, namespace, service)
 
     def replace_terminated_instance(self, instance_id: str) -> str | None:
         """Stands in for the machine controller the local cloud lacks (NodeInstances)."""
-        from harness.providers.local.cloud import replace_terminated
+        from harness.providers.local.cloud.account import replace_terminated
 
         nodes = [n for n, i in (self.refresh().get("cloud") or {}).get("instances", {}).items() if i == instance_id]
         replaced = replace_terminated(self, nodes)
         return next((new for _, new in replaced.values()), None)
 
     def cloud_requests(self, since: float = 0.0) -> list[dict[str, Any]]:
-        from harness.providers.local.cloud import requests_since
+        from harness.providers.local.cloud.account import requests_since
 
         return requests_since(self, since)
 
@@ -429,13 +430,13 @@ class LocalEnvironment(RegionRecord):
         """The local cloud (moto) this region presents itself in, once `LocalRegion.cloud` started it."""
         if not (self.state.get("cloud") or {}).get("access"):
             return None  # no local cloud: nothing of boto3's is needed (or maybe even installed)
-        from harness.providers.local.cloud import cloud_access
+        from harness.providers.local.cloud.account import cloud_access
 
         return cloud_access(self.state)
 
     def restart_node_agents(self, node: str) -> bool:
         """Start the node's kubelet stand-in again if the node's failure killed it; True if it did."""
-        from harness.providers.local.kubernetes import restart_node_agents
+        from harness.providers.local.seed.kubernetes import restart_node_agents
 
         return restart_node_agents(self, node)
 
@@ -559,7 +560,7 @@ class LocalRegion:
 
     def seed(self, env: Any) -> Seed:
         """The local seed: the Kubernetes control plane beside the region, started on first use."""
-        from harness.providers.local.kubernetes import STORAGE_CLASS, lb_address, start_for
+        from harness.providers.local.seed.kubernetes import STORAGE_CLASS, lb_address, start_for
 
         assert isinstance(env, LocalEnvironment)
         if env.refresh().get("kubernetes") is None:
@@ -570,7 +571,7 @@ class LocalRegion:
 
     def cloud(self, env: Any) -> AwsAccess:
         """The local cloud: the region as a VPC in a local AWS API, started on first use."""
-        from harness.providers.local.cloud import ensure_cloud
+        from harness.providers.local.cloud.account import ensure_cloud
 
         assert isinstance(env, LocalEnvironment)
         return ensure_cloud(env)
@@ -700,7 +701,7 @@ class LocalRegion:
         Works from the state file, and also from namespace names alone when the state file is gone.
         Returns what it removed.
         """
-        from harness.providers.local.kubernetes import keep_logs, stop_for
+        from harness.providers.local.seed.kubernetes import keep_logs, stop_for
 
         state = read_state(self.path)
         removed: list[str] = stop_watchdogs(state)
@@ -708,7 +709,7 @@ class LocalRegion:
         # The cloud's reconciler first: it must not restart nodes while they are taken down. (Only
         # imported when there is a cloud: the region itself needs no third-party package.)
         if (state or {}).get("cloud") or (work / "cloud").exists():
-            from harness.providers.local.cloud import stop_cloud
+            from harness.providers.local.cloud.account import stop_cloud
 
             removed += stop_cloud(self.config, self.spec.name, state)
         removed += stop_for(self.config, self.spec.name, state)

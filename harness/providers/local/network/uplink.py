@@ -1,8 +1,8 @@
 """The local region's uplink: a veth pair from the harness's own network namespace into the region's router.
 
 What serves the region from outside every zone listens on its harness-side end: the seed's
-Kubernetes control plane (harness/providers/local/kubernetes.py) and the local cloud's AWS API
-(harness/providers/local/cloud.py, whose S3 holds etcd backups). Each zone reaches them through
+Kubernetes control plane (harness/providers/local/seed/kubernetes.py) and the local cloud's AWS API
+(harness/providers/local/cloud/account.py, whose S3 holds etcd backups). Each zone reaches them through
 the router, as a zone reaches a seed or a cloud service outside the VPC, so whatever cuts a zone
 off at the router cuts it off from them too; the harness itself reaches them directly.
 

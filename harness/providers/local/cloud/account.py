@@ -1,7 +1,7 @@
 """The local cloud: the local region presented through a real AWS API, and kept in step with it.
 
 A moto server (its own process, authentication enforced, Inactive access keys refused as on AWS:
-cloud_server) listens on the harness's end of the region's uplink (uplink.py), so the harness
+cloud/server.py) listens on the harness's end of the region's uplink (network/uplink.py), so the harness
 reaches it directly and each zone through the router, as a VPC reaches the AWS APIs (its S3
 holds etcd backups). It holds a VPC with one subnet per zone (the zone's own CIDR) and one EC2
 instance per node (the node's address); a reconciler (another process, a region component like
@@ -34,8 +34,8 @@ from harness.config import Config
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError, PrerequisiteError, WaitAbandoned, WaitTimeout
 from harness.kube import loadbalancer
 from harness.processes import ProcessRecord, log_tail, spawn, terminate
-from harness.providers.local.cloud_acl import TABLE, remove_ruleset
-from harness.providers.local.uplink import ensure_uplink
+from harness.providers.local.cloud.acl import TABLE, remove_ruleset
+from harness.providers.local.network.uplink import ensure_uplink
 from harness.wait import wait_for, wait_serving
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def log_dir(config: Config, region: str) -> Path:
 
 
 def request_log_path(wd: Path) -> Path:
-    """Every AWS request the cloud answered, one JSON line each (cloud_server.log_requests)."""
+    """Every AWS request the cloud answered, one JSON line each (server.log_requests)."""
     return wd / "requests.jsonl"
 
 
@@ -96,7 +96,7 @@ def requests_since(env: RegionRecord, since: float = 0.0) -> list[dict[str, Any]
 
 
 def status_path(config: Config, region: str) -> Path:
-    """The reconciler's memory and what it last applied (cloud_reconcile.Status)."""
+    """The reconciler's memory and what it last applied (reconciler.Status)."""
     return workdir(config, region) / "status.json"
 
 
@@ -176,8 +176,8 @@ def _start_moto(env: RegionRecord, wd: Path) -> str:
     log = log_dir(env.config, env.spec.name) / "cloud-moto.log"
     for _ in range(3):  # the free port may be taken before moto binds it
         port = _free_port(address)
-        # moto's server behind a check that refuses Inactive access keys, as AWS does (cloud_server).
-        popen, record = spawn("moto", [sys.executable, "-m", "harness.providers.local.cloud_server",
+        # moto's server behind a check that refuses Inactive access keys, as AWS does (server.py).
+        popen, record = spawn("moto", [sys.executable, "-m", "harness.providers.local.cloud.server",
                                        "-H", address, "-p", str(port), f"--request-log={request_log_path(wd)}",
                                        f"--changed={changed_path(wd)}"],
                               log, child_env)
@@ -309,7 +309,7 @@ def start_reconciler(env: RegionRecord, interval: float = 0.15) -> ProcessRecord
     status = status_path(env.config, env.spec.name)
     log = log_dir(env.config, env.spec.name) / "cloud-reconciler.log"
     popen, record = spawn("cloud-reconciler", [
-        sys.executable, "-m", "harness.providers.local.cloud_reconcile", f"--state-dir={env.config.state_dir}",
+        sys.executable, "-m", "harness.providers.local.reconciler", f"--state-dir={env.config.state_dir}",
         f"--data-dir={env.config.data_dir}", f"--region={env.spec.name}", f"--interval={interval}",
         f"--command-timeout={env.config.timeouts.command}"], log,
         {k: v for k, v in os.environ.items() if not k.startswith("AWS_")})  # it calls with the state's keys only
@@ -346,7 +346,7 @@ def stop_cloud(config: Config, region: str, state: Mapping[str, Any] | None) -> 
         if record.alive():
             terminate(record, 3.0)
             removed.append(f"{name} process {record.pid}")
-    # The ELBs' HAProxies (harness.providers.local.cloud_elb), from the reconciler's status.
+    # The ELBs' HAProxies (harness.providers.local.cloud.elb), from the reconciler's status.
     with contextlib.suppress(OSError, ValueError):
         for name, elb in (json.loads(status_path(config, region).read_text()).get("elbs") or {}).items():
             loadbalancer.stop(elb["record"])

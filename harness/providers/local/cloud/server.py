@@ -16,7 +16,7 @@ FILE`, that file's modification time is set after each EC2 or ELB request that m
 something (an action not named Describe*, Get* or List*), whoever made it: the reconciler looks
 at it to apply a change at once while polling slowly when nothing changes.
 
-    python -m harness.providers.local.cloud_server -H 127.0.0.1 -p PORT [--request-log FILE] [--changed FILE]
+    python -m harness.providers.local.cloud.server -H 127.0.0.1 -p PORT [--request-log FILE] [--changed FILE]
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def inactive_in_moto(key_id: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m harness.providers.local.cloud_server", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m harness.providers.local.cloud.server", description=__doc__)
     p.add_argument("-H", "--host", default="127.0.0.1")
     p.add_argument("-p", "--port", type=int, required=True)
     p.add_argument("--request-log", default=None, help="write every AWS request answered to this file (JSON lines)")

@@ -39,8 +39,8 @@ def start_machine_controllers(env: RegionRecord, health_timeout_s: float, drain_
     Running; returns the Machines' namespace."""
     from kubernetes import client as k8s
 
-    from harness.providers.local.cloud import ensure_cloud
-    from harness.providers.local.kubernetes import start_seed_component
+    from harness.providers.local.cloud.account import ensure_cloud
+    from harness.providers.local.seed.kubernetes import start_seed_component
 
     kube = env.kube()
     if kube is None:
@@ -156,7 +156,7 @@ def _unfinalize(custom: Any, namespace: str, plural: str) -> None:
 
 def _terminate_made_instances(env: RegionRecord) -> list[str]:
     """Instances the machine controller ran for new Machines (tagged with a class, not a node's)."""
-    from harness.providers.local.cloud import cloud_access
+    from harness.providers.local.cloud.account import cloud_access
 
     state = env.refresh()
     access = cloud_access(state)
@@ -178,7 +178,7 @@ def _terminate_made_instances(env: RegionRecord) -> list[str]:
 def _restore_nodes(env: RegionRecord, kept: dict[str, dict[str, Any]]) -> list[str]:
     """The nodes whose instances MCM terminated on new instances, running again, and the Node
     objects MCM deleted made again from what was kept before it started."""
-    from harness.providers.local.cloud import replace_terminated
+    from harness.providers.local.cloud.account import replace_terminated
 
     done: list[str] = []
     for node, (old, new) in replace_terminated(env, [n.name for n in env.nodes]).items():

@@ -174,7 +174,7 @@ class ShootEtcd(EtcdMembers):
         from harness.backup.snapshots import MemberSeed, restore
         from harness.etcd_builds import etcdutl_binary
         from harness.kube.agent import REJOIN_MARKER, volume_path
-        from harness.providers.local.kubernetes import volumes_root
+        from harness.providers.local.seed.kubernetes import volumes_root
 
         say = progress or (lambda _: None)
         began = time.monotonic()
@@ -213,6 +213,6 @@ class ShootEtcd(EtcdMembers):
             apps.patch_namespaced_stateful_set_scale(self.name, self.namespace, {"spec": {"replicas": replicas}})
 
     def task_endpoint(self) -> TaskEndpoint:
-        from harness.providers.local.backups import task_endpoint
+        from harness.providers.local.seed.task_executor import task_endpoint
 
         return task_endpoint(self.env, (self.namespace, self.name))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from harness import netns
 from harness.providers.base import zone_pair
-from harness.providers.local.fault_tables import DELAY_DEV_PREFIX
+from harness.providers.local.network.fault_tables import DELAY_DEV_PREFIX
 
 if TYPE_CHECKING:
     from harness.providers.local.core import RegionRecord

@@ -1,15 +1,15 @@
 """The local cloud's reconciler: what the AWS API says, applied to the local region.
 
-    python -m harness.providers.local.cloud_reconcile --state-dir=DIR --data-dir=DIR --region=NAME
+    python -m harness.providers.local.reconciler --state-dir=DIR --data-dir=DIR --region=NAME
 
 It reads the VPC's network ACLs and instances with the harness's admin credentials at once when
 the cloud answered a request that may change them (the cloud touches a file then,
-cloud_server.mark_changes; looked at every WATCH s), every `interval` seconds for `busy_for`
+cloud/server.py's mark_changes; looked at every WATCH s), every `interval` seconds for `busy_for`
 seconds after that, and every `idle_interval` seconds otherwise: a change takes effect within
 about WATCH s plus a pass, and an idle region's cloud costs little CPU (polled every 0.15 s, moto
 alone took a third of a core). Then it
 - makes the router's `cloud_acl` table the translation of each zone subnet's current ACL
-  (cloud_acl.acl_ruleset), replaced in one nft transaction, only when it changes;
+  (cloud/acl.py's acl_ruleset), replaced in one nft transaction, only when it changes;
 - kills the node of an instance that is stopping, stopped or terminated (the region's node-kill
   effect), and brings it back when the instance runs again, if it was the reconciler that killed it;
 - runs an HAProxy for each classic ELB, its servers following the ELB's instances (cloud_elb).
@@ -41,9 +41,10 @@ from harness.aws.nacl import AclEntry
 from harness.config import Config, RegionSpec, Timeouts
 from harness.kube import loadbalancer
 from harness.processes import ProcessRecord
-from harness.providers.local import cloud_elb, effects
-from harness.providers.local.cloud import changed_path, cloud_access, status_path, workdir
-from harness.providers.local.cloud_acl import TABLE, SubnetAcl, acl_ruleset, chain_rules
+from harness.providers.local import effects
+from harness.providers.local.cloud import elb as cloud_elb
+from harness.providers.local.cloud.account import changed_path, cloud_access, status_path, workdir
+from harness.providers.local.cloud.acl import TABLE, SubnetAcl, acl_ruleset, chain_rules
 from harness.providers.local.region import LocalEnvironment
 from harness.providers.state import read_state, state_path
 from harness.files import replace_text
@@ -207,7 +208,7 @@ class Reconciler:
             self._stop_elb(name, "it was deleted")
 
     def _start_elb(self, name: str, shape: cloud_elb.ElbShape, servers: dict[str, str], restarts: int) -> dict[str, Any]:
-        from harness.providers.local.kubernetes import LB_BRIDGE, LB_SUBNET
+        from harness.providers.local.seed.kubernetes import LB_BRIDGE, LB_SUBNET
 
         taken = {e["index"] for e in self.status.elbs.values()}
         index = min(i for i in range(len(taken) + 1) if i not in taken)

@@ -9,7 +9,7 @@ What a cluster on AWS has and the local seed lacks, made first:
   has (the controller puts an internet-facing ELB only in subnets that route to one);
 - an IAM user of its own (EC2 and ELB), so the cloud's request log tells its calls apart;
 - kube-proxy on every node, serving the node ports the ELBs (made real by the cloud's
-  reconciler, harness.providers.local.cloud_elb) send their traffic to.
+  reconciler, harness.providers.local.cloud.elb) send their traffic to.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def start_cloud_controller(env: RegionRecord, version: str | None = None) -> dic
     "key" (its access key id: its calls in the cloud's request log), "log", "version",
     "stable_node_set"}."""
     from harness.locks import held
-    from harness.providers.local.cloud import ensure_cloud, workdir
-    from harness.providers.local.kubernetes import start_seed_component
+    from harness.providers.local.cloud.account import ensure_cloud, workdir
+    from harness.providers.local.seed.kubernetes import start_seed_component
 
     wanted = ccm.release(version)
     kube = env.kube()
@@ -109,7 +109,7 @@ def _start_kube_proxies(env: RegionRecord, kubeconfig: Any) -> None:
     """kube-proxy on every node (in its namespace), for the node ports the load balancers send
     to; seed components, restarted with their node."""
     from harness.kube import kube_proxy
-    from harness.providers.local.kubernetes import seed_component_running, start_seed_component
+    from harness.providers.local.seed.kubernetes import seed_component_running, start_seed_component
 
     program = kube_proxy.binary()
     for node in env.nodes:
@@ -190,7 +190,7 @@ def _set_provider_ids(env: RegionRecord, access: Any, instances: dict[str, str])
 def _elb_of(env: RegionRecord, namespace: str, service: str) -> tuple[Any, str | None]:
     """The ELB client and the name of the classic ELB of `namespace/service` (found by the tag
     the controller puts on it); None while there is none."""
-    from harness.providers.local.cloud import cloud_access
+    from harness.providers.local.cloud.account import cloud_access
 
     access = cloud_access(env.refresh())
     if access is None:
@@ -219,7 +219,7 @@ def load_balancer_nodes(env: RegionRecord, namespace: str, service: str) -> list
 
 def _haproxy(env: RegionRecord, namespace: str, service: str) -> dict[str, Any] | None:
     """The reconciler's record of the HAProxy that is the Service's ELB; None while it has none."""
-    from harness.providers.local.cloud import status_path
+    from harness.providers.local.cloud.account import status_path
 
     _, name = _elb_of(env, namespace, service)
     try:
@@ -240,7 +240,7 @@ def load_balancer_endpoint(env: RegionRecord, namespace: str, service: str) -> t
 def load_balancer_health(env: RegionRecord, namespace: str, service: str) -> dict[str, str]:
     """Registered node -> InService or OutOfService, as the ELB's own health checks have it
     (DescribeInstanceHealth's states; moto runs no checks, its HAProxy does)."""
-    from harness.providers.local.cloud_elb import server_states
+    from harness.providers.local.cloud.elb import server_states
 
     elb = _haproxy(env, namespace, service)
     if elb is None:

@@ -1,7 +1,7 @@
 """The local seed: the Kubernetes control plane beside the region, one kwok node per region node.
 
 The control plane listens on the harness's end of the region's "uplink", a veth pair whose
-other end sits in the region's router (harness/providers/local/uplink.py), so it is outside
+other end sits in the region's router (harness/providers/local/network/uplink.py), so it is outside
 every zone and reached from each zone through the router: each node's kwok runs inside the
 node's network namespace, and whatever cuts the node off the network (a zone outage, a node
 failure) also stops its heartbeats.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from harness import netns
 from harness.config import Config
 from harness.errors import EnvironmentStateError
-from harness.providers.local.uplink import ensure_uplink, remove_uplink, uplink_up
+from harness.providers.local.network.uplink import ensure_uplink, remove_uplink, uplink_up
 from harness.wait import wait_for
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ the destination zone. Packets keep their order unless the jitter is larger than 
 (as with netem). If the process dies, its device goes with it, the routes through it too, and
 the traffic flows again undelayed: a crash fails open, and the fault's heal removes the rules.
 
-    ip netns exec ROUTER python -m harness.providers.local.delay_line --dev hd-... --delay-ms 50 --jitter-ms 5
+    ip netns exec ROUTER python -m harness.providers.local.host.delay_line --dev hd-... --delay-ms 50 --jitter-ms 5
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def realtime() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m harness.providers.local.delay_line", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m harness.providers.local.host.delay_line", description=__doc__)
     p.add_argument("--dev", required=True)
     p.add_argument("--delay-ms", type=float, required=True)
     p.add_argument("--jitter-ms", type=float, default=0.0)

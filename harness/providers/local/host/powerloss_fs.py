@@ -20,7 +20,7 @@ that file again through /proc/PID/fd/1, so it needs nothing else from the caller
 The program is found or built like the Porcupine helper (harness/validate/linearizability.py):
 the cache ${XDG_CACHE_HOME:-~/.cache}/ha-harness/powerloss-fs/<go-fuse version>-<source hash>/,
 else built there with the machine's `go` under a lock, with a progress line on stderr.
-`python -m harness.providers.local.powerloss_fs` builds it ahead of time.
+`python -m harness.providers.local.host.powerloss_fs` builds it ahead of time.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ PROGRAM = gobuild.CachedProgram(
     MODULE_DIR, BINARY_NAME, "github.com/hanwen/go-fuse/v2", "go-fuse", "powerloss-fs", "the power-loss filesystem",
     "install Go >= 1.21 (the official release tarball unpacked into /usr/local/go, with /usr/local/go/bin on PATH) "
     f"with access to the Go module proxy, or build it yourself: `go build -o powerloss-fs .` in {MODULE_DIR}",
-    "python -m harness.providers.local.powerloss_fs")
+    "python -m harness.providers.local.host.powerloss_fs")
 
 
 def helper_binary(cache_root: Path | None = None, *, progress: Progress = _stderr_progress,

@@ -1,0 +1,1 @@
+"""One OS mechanism each: the etcd process, disks, the delay line, the power-loss filesystem (its Go source beside it)."""
