@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,12 +50,23 @@ def left_in(tmp: Path) -> list[str]:
     return sorted(str(p) for p in tmp.iterdir() if not p.name.startswith(PYTEST_SCRATCH))
 
 
+def _wait(child: subprocess.Popen[bytes]) -> int:
+    """The command's status, once it has ended: an interrupt reaches it too and it heals and tears
+    down before it exits (never killed here, as subprocess.call would); a SIGTERM is passed on."""
+    signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
+
+
 def run(command: list[str], patterns: tuple[str, ...] = HARNESS_DIRS) -> int:
     namespaces, files = netns(), harness_files(patterns)
     # A short name: unix sockets under pytest's scratch in it stay within their 108 bytes.
     tmp = Path(tempfile.mkdtemp(prefix="hh-run-"))
     tmp.chmod(0o1777)  # as /tmp: the rootless tests' user writes here too
-    status = subprocess.call(command, env={**os.environ, "TMPDIR": str(tmp)})
+    status = _wait(subprocess.Popen(command, env={**os.environ, "TMPDIR": str(tmp)}))
     left = [f"network namespace {ns}" for ns in sorted(netns() - namespaces)]
     left += [f"file {f}" for f in sorted(harness_files(patterns) - files)]
     if status != 0:

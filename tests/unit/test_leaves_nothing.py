@@ -5,7 +5,10 @@ passing on pytest's own scratch, on real commands."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -61,3 +64,21 @@ def test_a_failed_command_keeps_its_temporary_files_and_its_status(harness_dirs:
 def test_usage_without_a_command() -> None:
     assert leaves_nothing.main([]) == 2 and leaves_nothing.main(["--"]) == 2
     assert leaves_nothing.main(["--", sys.executable, "-c", "pass"]) == 0
+
+
+def test_an_interrupt_lets_the_command_finish_its_teardown(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group: the check waits for the command to heal and tear
+    down (subprocess.call would kill it) and keeps its status."""
+    torn_down = tmp_path / "torn-down"
+    child = ("import signal, sys, time\n"
+             "def stop(*_):\n"
+             f"    time.sleep(1); open({str(torn_down)!r}, 'w').close(); sys.exit(5)\n"
+             "signal.signal(signal.SIGINT, stop)\n"
+             "print('ready', flush=True); time.sleep(30)\n")
+    check = subprocess.Popen([sys.executable, str(SCRIPT), "--", sys.executable, "-c", child],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert check.stdout is not None and check.stdout.readline() == "ready\n"
+    os.killpg(check.pid, signal.SIGINT)
+    _, err = check.communicate(timeout=20)
+    assert check.returncode == 5 and torn_down.exists()
+    shutil.rmtree(err.split("kept in ")[1].split()[0])
