@@ -1,7 +1,7 @@
 """Where `make run`'s minutes go: `harness run` with each line of its output stamped, split into
-phases by its own lines (the region and the seed up, the reference deployed, each zone from "goes down" to the
-next, the report written, the teardown until the command exits), the longest progress waits of
-each phase named.
+phases by its own lines (the region and the seed up, the reference deployed, each zone from "goes
+down" to the next, the teardown from the report to the exit), the longest progress waits of each
+phase named.
 
     python benchmarks/make_run_phases.py [--runs N] [-- HARNESS-RUN-ARGS...]
 
@@ -15,12 +15,11 @@ import re
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ZONE = re.compile(r"^\[harness\] zone (?P<zone>\S+) goes down")
-WAIT = re.compile(r"^\[\w+\] waiting (?:up to \S+ )?for (?P<what>.+?)(?:: \d+s of \d+s|$)")
+WAIT = re.compile(r"^\[\w+\] waiting for (?P<what>.+?): (?P<seconds>\d+)s of \d+s")
 
 
 def stamped(command: list[str]) -> tuple[list[tuple[float, str]], int]:
@@ -50,14 +49,12 @@ def phases(lines: list[tuple[float, str]]) -> list[tuple[str, float, float]]:
 
 def waits(lines: list[tuple[float, str]], start: float, end: float) -> dict[str, float]:
     """The longest each progress wait of a phase was seen going on (its "Ns of Ms" lines)."""
-    seen: dict[str, float] = defaultdict(float)
-    for at, line in lines:
-        if start <= at < end:
-            m = WAIT.match(line)
-            progress = re.search(r": (\d+)s of \d+s", line)
-            if m and progress:
-                seen[m["what"][:70]] = max(seen[m["what"][:70]], float(progress.group(1)))
-    return dict(seen)
+    seen: dict[str, float] = {}
+    for m in (WAIT.match(line) for at, line in lines if start <= at < end):
+        if m:
+            what = m["what"][:70]
+            seen[what] = max(seen.get(what, 0.0), float(m["seconds"]))
+    return seen
 
 
 def main() -> int:

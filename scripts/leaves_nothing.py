@@ -2,7 +2,7 @@
 """Run a command and fail when it leaves anything of the harness on the machine outside the
 repository and ~/.cache: CI runners and laptops run the suite again and again.
 
-    scripts/leaves_nothing.py -- make test-inner
+    scripts/leaves_nothing.py -- python -m harness.builds --all --beside -- pytest ...   (make test)
 
 The command gets a temporary directory of its own (TMPDIR; pytest's scratch, pytest-of-*, goes
 there too and is removed with it). Afterwards it must hold nothing else, no network namespace

@@ -1,15 +1,9 @@
 """Backups of the local region's etcd ([region] backups): a backup sidecar (harness.backup.sidecar)
-beside each member, in the member's node namespace, writing to a bucket of the region's local cloud
-(moto's S3, outside every zone and reached through the router, as a region's S3 endpoint is).
-
-The sidecars write with a key pair of their own (an IAM user allowed the bucket and nothing else),
-never the harness's. A member's sidecar starts with the member and dies with its volume
-(`RegionRecord.lose_member_data`): a killed etcd process leaves its sidecar running, as a
-crashed container leaves the other containers of its pod.
-
-The same bucket holds the backups of the seed's etcds (`ensure_store`, Gardener's BackupBucket):
-each shoot's etcd-main under a prefix of its own, written by the sidecars the node agents run in
-its members' pods (harness.kube.agent).
+beside each member, in the member's node namespace, writing to the region's backup store
+(cloud/backup_store.py) with the store's key pair, never the harness's. A member's sidecar starts
+with the member and dies with its volume (`RegionRecord.lose_member_data`): a killed etcd process
+leaves its sidecar running, as a crashed container leaves the other containers of its pod. Also a
+snapshot on demand, and the whole cluster restored from the store.
 """
 
 from __future__ import annotations

@@ -23,14 +23,13 @@ from harness.providers.base import PORTS, LinkImpairment
 from harness.providers.local import members
 from harness.providers.local.host import disks
 from harness.providers.local.seed.kubernetes import restart_node_agents
-from harness.providers.local.network.fault_tables import (DELAY_DEV_PREFIX, FAULT_TABLE_PREFIX, dropped_packets, outage_rules,
-                                                  outage_table, remove_table)
+from harness.providers.local.network.fault_tables import (DELAY_DEV_PREFIX, FAULT_TABLE_PREFIX, dropped_packets,
+                                                          outage_rules, outage_table, remove_table)
 from harness.wait import first_within, wait_serving
 
 if TYPE_CHECKING:
     from harness.providers.local.core import RegionRecord
 
-# Tables the harness adds for faults; `harness heal` drops every table with this prefix.
 # Delay lines: TUN devices named with this prefix, routing tables (and rule preferences) in this range.
 DELAY_TABLES = (1000, 9000)
 NODE_FAILURE_MODES = ("kill", "freeze", "link-down")

@@ -9,7 +9,7 @@ import json
 from harness import netns
 from harness.errors import HarnessError
 
-FAULT_TABLE_PREFIX = "harness_"
+FAULT_TABLE_PREFIX = "harness_"  # `harness heal` drops every table with this prefix
 DELAY_DEV_PREFIX = "hd-"  # the delay line's TUN devices (traffic through them is counted once)
 
 
