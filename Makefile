@@ -48,10 +48,15 @@ run: setup kube-binaries
 # the @short must-fail scenarios (make must-fail runs them all); JUnit for CI pipelines. The Go
 # programs build in the background meanwhile (reports/builds.log): the tests that need none run
 # first (pyproject.toml's testpaths), a test that needs one waits for its build. The run must leave
-# nothing on the machine outside the repository and ~/.cache (scripts/leaves_nothing.py).
+# nothing on the machine outside the repository and ~/.cache (scripts/leaves_nothing.py). The tests
+# run in pytest-xdist workers, each with a region of its own: as many as the machine takes
+# (harness/workers.py; WORKERS=1 for one, WORKERS=0 for none), in collection order, the tests that
+# share names in one group (conftest.py).
+WORKERS ?= auto
 test: setup
 	$(VENV)/bin/python scripts/leaves_nothing.py -- $(VENV)/bin/python -m harness.builds --all --beside -- \
-		$(VENV)/bin/python -m pytest --junitxml=reports/junit.xml --harness-report -m "not long" $(PYTEST_ARGS)
+		$(VENV)/bin/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder \
+		--junitxml=reports/junit.xml --harness-report -m "not long" $(PYTEST_ARGS)
 
 # Everything but the Kubernetes control plane tests (no Go build needed).
 test-fast: setup

@@ -9,6 +9,7 @@ down; every fault injected in a scenario is healed at its teardown, whatever hap
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import signal
@@ -49,7 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-config", default=None, help="TOML file with [region], [etcd], [timeouts], [paths]")
     group.addoption("--etcd-bin", default=None, help="etcd binary for the local region (default: ETCD_BIN or `etcd` on PATH)")
     group.addoption("--region-name", default=SESSION_REGION,
-                    help=f"name of the session's region, prefixes its namespaces (default: {SESSION_REGION})")
+                    help=f"name of the session's region, prefixes its namespaces (default: {SESSION_REGION}); "
+                         f"with pytest-xdist each worker appends its number ({SESSION_REGION}0, {SESSION_REGION}1, ...)")
     group.addoption("--provider", default=None, choices=PROVIDER_NAMES,
                     help="environment to run against: local (default), cluster (an existing kubeconfig context) or kind")
     group.addoption("--etcd-version", default=None,
@@ -112,12 +114,46 @@ MARKERS = {
 }
 
 
-_RECORDER = pytest.StashKey["RunRecorder"]()
+_RECORDER: "pytest.StashKey[RunRecorder]" = pytest.StashKey()
+
+
+class _Facts:
+    """What the verdicts are about (the provider, zones, etcd's and Kubernetes' versions), found
+    where the environment runs: in this process or a pytest-xdist worker. Each test's teardown
+    report carries what is new to the process that writes the report and the JUnit."""
+
+    def __init__(self) -> None:
+        self.environment: dict[str, Any] = {}  # the report's environment
+        self.suite: dict[str, str] = {}  # the JUnit's testsuite properties, which CI reads
+        self._sent: dict[str, Any] = {}
+
+    def said(self, **facts: Any) -> None:
+        """Facts for both the report and the JUnit."""
+        self.environment.update(facts)
+        self.suite.update({k: str(v) for k, v in facts.items()})
+
+    def news(self) -> dict[str, Any] | None:
+        now = {"environment": dict(self.environment), "suite": dict(self.suite)}
+        if now == self._sent:
+            return None
+        self._sent = now
+        return now
+
+
+_FACTS = pytest.StashKey[_Facts]()
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml and pytest-bdd's cucumberjson read their paths
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("harness_report", False) and not hasattr(config, "workerinput"):
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # a pytest-xdist worker: a region of its own
+        from harness import workers
+
+        try:
+            config.option.region_name = workers.region_name(config.option.region_name, worker["workerid"])
+        except HarnessError as e:
+            raise pytest.UsageError(str(e)) from None
+    if config.getoption("harness_report", False) and worker is None:
         from harness.report.results import RunRecorder
         from harness.report.runs import new_run_id
 
@@ -183,6 +219,8 @@ _TRIES = pytest.StashKey[int]()
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
     report: pytest.TestReport = yield
+    if call.when == "teardown":
+        _carry(item, report)
     if not (call.when == "call" and report.failed and call.excinfo is not None):
         return report
     from harness.probes import machine_cpu
@@ -243,20 +281,81 @@ def pytest_bdd_step_error(request: pytest.FixtureRequest, feature: Any, scenario
 pytest_runtest_setup = pytest_runtest_call = pytest.hookimpl(wrapper=True)(_skipped_when_incapable)
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    recorder = _recorder_of(report)
-    if recorder is not None:
-        from pytest_bdd.reporting import test_report_context_registry
+# What the process that writes the report and the JUnit needs of a test, on its teardown report:
+# pytest-xdist sends a worker's reports to that process attribute by attribute.
+def _carry(item: pytest.Item, report: pytest.TestReport) -> None:
+    timeline = item.stash.get(_TIMELINE, None)
+    if timeline is not None:
+        del item.stash[_TIMELINE]
+        report.harness_timeline = timeline  # type: ignore[attr-defined]
+    facts = item.config.stash.get(_FACTS, None)
+    news = facts.news() if facts is not None else None
+    if news is not None:
+        report.harness_facts = news  # type: ignore[attr-defined]
 
+
+@pytest.hookimpl(tryfirst=True)  # a worker's: before xdist sends the report; else: before the cucumber JSON reads it
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    from pytest_bdd.reporting import ReportContext, test_report_context_registry
+
+    if not _CONFIG:
+        return
+    config = _CONFIG[-1]
+    if hasattr(config, "workerinput"):  # pytest-bdd keeps a report's scenario beside it, which xdist does not send
         context = test_report_context_registry.get(report)
-        recorder.add_report(report, context.scenario if context else None)
+        if context is not None:
+            report.harness_scenario = {"scenario": context.scenario, "name": context.name}  # type: ignore[attr-defined]
+        return
+    sent = getattr(report, "harness_scenario", None)
+    if sent is not None and report not in test_report_context_registry:
+        test_report_context_registry[report] = ReportContext(**sent)
+    recorder = config.stash.get(_RECORDER, None)
+    facts = getattr(report, "harness_facts", None)
+    if facts is not None:
+        _suite_properties(config, facts["suite"])
+        if recorder is not None:
+            recorder.environment.update(facts["environment"])
+    if recorder is None:
+        return
+    timeline = getattr(report, "harness_timeline", None)
+    if timeline is not None:
+        recorder.add_timeline(report.nodeid, Path(timeline["path"]), Path(timeline["porcupine"]),
+                              [Path(p) for p in timeline["logs"]])
+    context = test_report_context_registry.get(report)
+    recorder.add_report(report, context.scenario if context else None)
+
+
+def _suite_properties(config: pytest.Config, suite: dict[str, str]) -> None:
+    """The JUnit's testsuite properties (record_testsuite_property's, which a worker cannot write)."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    said = {name for name, _ in xml.global_properties}
+    for name, value in suite.items():
+        if name not in said:
+            xml.add_global_property(name, value)
 
 
 _CONFIG: list[pytest.Config] = []  # the session's config, for hooks that only get a report
+_RUN_DIR = "harness_run_dir"  # a pytest-xdist worker's input: the run's report directory
 
 
-def _recorder_of(report: Any) -> "RunRecorder | None":
-    return _CONFIG[-1].stash.get(_RECORDER, None) if _CONFIG else None
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, before a worker starts: the scenarios it runs write into this run's directory."""
+    recorder = node.config.stash.get(_RECORDER, None)
+    if recorder is not None:
+        node.workerinput[_RUN_DIR] = str(recorder.run_dir)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker per core, as many as the memory holds (harness.workers)."""
+    from harness import workers
+
+    return workers.machine_count()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -319,11 +418,14 @@ def _say(config: pytest.Config, text: str) -> None:
     """Write past output capture: bring-up happens inside the first test's setup."""
     capture = config.pluginmanager.get_plugin("capturemanager")
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if capture is None or reporter is None:
-        print(text, file=sys.stderr)
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line(text)
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # a pytest-xdist worker's stderr is the terminal's
+        text, reporter = f"[{worker['workerid']}] {text}", None
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        if reporter is not None:
+            reporter.write_line(text)
+        else:
+            print(text, file=sys.stderr, flush=True)
 
 
 def _reclaim(provider: Provider, config: pytest.Config) -> None:
@@ -336,31 +438,23 @@ def _reclaim(provider: Provider, config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def session_env(
-    harness_provider: Provider, pytestconfig: pytest.Config, record_testsuite_property: Callable[[str, object], None]
-) -> Iterator[Environment]:
+def session_env(harness_provider: Provider, pytestconfig: pytest.Config) -> Iterator[Environment]:
     """The session's environment: the local region (up once, always down), or the cluster."""
-    record_testsuite_property("provider", harness_provider.name)
-    recorder = pytestconfig.stash.get(_RECORDER, None)
-    environment = recorder.environment if recorder is not None else {}
-    environment["provider"] = harness_provider.name
+    facts = pytestconfig.stash.setdefault(_FACTS, _Facts())
+    facts.said(provider=harness_provider.name)
     _reclaim(harness_provider, pytestconfig)
     try:
         env = harness_provider.up()
-        environment["zones"] = list(env.zones)
-        facts = env.run_facts() if isinstance(env, RunFacts) else {}
-        for key in ("etcd_version", "etcd_binary", "etcd_data"):  # CI reads what the verdicts are about here
-            if key in facts:
-                record_testsuite_property(key, facts[key])
+        facts.environment["zones"] = list(env.zones)
+        run = env.run_facts() if isinstance(env, RunFacts) else {}
+        facts.said(**{k: run[k] for k in ("etcd_version", "etcd_binary", "etcd_data") if k in run})
         from harness.probes import versions
 
-        if "kubernetes_version" in facts:  # until a scenario starts the seed (the `seed` fixture then asks its API)
-            environment.update(kubernetes_version=facts["kubernetes_version"],
-                               kubernetes_version_source=versions.KUBE_PINNED)
-        if "etcd_data" in facts:
-            environment["etcd_data"] = facts["etcd_data"]
-        if recorder is not None and "etcd_version" in facts:
-            environment.update(versions.etcd_version(env, facts["etcd_version"]))
+        if "kubernetes_version" in run:  # until a scenario starts the seed (the `seed` fixture then asks its API)
+            facts.environment.update(kubernetes_version=run["kubernetes_version"],
+                                     kubernetes_version_source=versions.KUBE_PINNED)
+        if pytestconfig.getoption("harness_report") and "etcd_version" in run:
+            facts.environment.update(versions.etcd_version(env, run["etcd_version"]))
         yield env
     finally:
         take_down(harness_provider)  # heals, removes what it deployed; a cluster it did not create stays
@@ -402,8 +496,9 @@ def region_factory(harness_config: Config, pytestconfig: pytest.Config,
     def make(etcd: dict[str, Any] | None = None, **shape: Any) -> LocalEnvironment:
         from pytest_bdd.compat import inject_fixture
 
-        # Named after the session's region, so that two sessions (--region-name) never share one.
-        name = f"{harness_config.region.name[:2]}f{len(made)}"
+        # Named after the session's region, so that two sessions (--region-name, pytest-xdist's
+        # workers) never share one: pt gives ptf0, ptf1, ..., a worker's pt0 gives pt00, pt01, ...
+        name = f"{(harness_config.region.name + 'f')[:3]}{len(made)}"
         region = LocalRegion(with_region(harness_config, etcd, name=name, **shape))
         _reclaim(region, pytestconfig)
         made.append(region)  # ours from here: taken down at the end, also when its bring-up fails
@@ -584,10 +679,10 @@ def seed(harness_provider: Provider, env: Environment, pytestconfig: pytest.Conf
     from harness.probes import versions
 
     got = harness_provider.seed(env)
-    recorder = pytestconfig.stash.get(_RECORDER, None)
-    if recorder is not None and recorder.environment.get("kubernetes_version_source") != versions.KUBE_API:
-        try:  # once per run: the report says which Kubernetes the verdicts are about
-            recorder.environment.update(kubernetes_version=versions.kubernetes_version(got.kube),
+    environment = pytestconfig.stash.setdefault(_FACTS, _Facts()).environment
+    if pytestconfig.getoption("harness_report") and environment.get("kubernetes_version_source") != versions.KUBE_API:
+        try:  # once per session: the report says which Kubernetes the verdicts are about
+            environment.update(kubernetes_version=versions.kubernetes_version(got.kube),
                                         kubernetes_version_source=versions.KUBE_API)
         except HarnessError as e:
             _say(pytestconfig, f"[harness] could not read the seed's Kubernetes version: {e}")
@@ -693,6 +788,7 @@ def probes(timeline: Timeline, request: pytest.FixtureRequest) -> Iterator[Probe
 
 
 _PROBES = pytest.StashKey[Probes]()
+_TIMELINE = pytest.StashKey[dict[str, Any]]()  # where the scenario's timeline was written, for the report
 
 
 def _run_name(request: pytest.FixtureRequest) -> str:
@@ -704,7 +800,8 @@ def _runs_dir(request: pytest.FixtureRequest, config: Config) -> Path:
     report directory when the session writes a report, so that a later run of the same scenario
     never changes what this run's page shows; else reports/runs."""
     recorder = request.config.stash.get(_RECORDER, None)
-    return (recorder.run_dir if recorder is not None else config.reports_dir) / "runs"
+    run_dir = recorder.run_dir if recorder is not None else getattr(request.config, "workerinput", {}).get(_RUN_DIR)
+    return (Path(run_dir) if run_dir else config.reports_dir) / "runs"
 
 
 @pytest.fixture
@@ -734,11 +831,10 @@ def _write_run(request: pytest.FixtureRequest, config: Config, tl: Timeline) -> 
     except OSError as e:  # a report that cannot be written must not hide the test result
         print(f"[harness] could not write {out}: {e}", file=sys.stderr)
         return
-    recorder = request.config.stash.get(_RECORDER, None)
-    if recorder is not None:
-        region = getattr(getattr((getattr(request.node, "funcargs", None) or {}).get("env"), "spec", None), "name", None)
-        # The region's logs are kept in reports/logs/<region> when it goes down, after the scenarios;
-        # the report copies them into the run's directory then (and leaves them out if none were kept).
-        logs = [config.reports_dir / "logs" / region] if region else []
-        recorder.add_timeline(request.node.nodeid, out, out.parent / name / "porcupine.html", logs)
+    region = getattr(getattr((getattr(request.node, "funcargs", None) or {}).get("env"), "spec", None), "name", None)
+    # The region's logs are kept in reports/logs/<region> when it goes down, after the scenarios;
+    # the report copies them into the run's directory then (and leaves them out if none were kept).
+    # The teardown report carries this to the process that writes the report.
+    request.node.stash[_TIMELINE] = {"path": str(out), "porcupine": str(out.parent / name / "porcupine.html"),
+                                     "logs": [str(config.reports_dir / "logs" / region)] if region else []}
 

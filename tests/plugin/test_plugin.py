@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -374,3 +375,30 @@ Feature: second
         owner.kill()
         owner.wait()
         path.unlink(missing_ok=True)
+
+
+def test_each_xdist_worker_runs_its_scenarios_in_a_region_of_its_own(pytester: pytest.Pytester) -> None:
+    """`-n 2`: each worker brings up its own region, named after the session's and the worker's
+    number, and takes it down; the JUnit the controller writes has what the workers' regions ran."""
+    pytester.makeconftest(STEPS_CONFTEST + '''
+from pathlib import Path
+
+@then("the region's name is written down")
+def _(env):
+    Path(f"ran-in-{env.spec.name}").write_text("")
+''')
+    scenario = """
+  Scenario: {0}
+    Given a healthy region with 3 etcd members spread over 3 zones
+    Then the region's name is written down
+"""
+    pytester.makefile(".feature", scenario="Feature: two workers\n" + scenario.format("one") + scenario.format("two"))
+    pytester.makepyfile(test_features="from pytest_bdd import scenarios\nscenarios('scenario.feature')\n")
+    cfg = pytester.makefile(".toml", harness=f'[paths]\nreports_dir = "{pytester.path / "reports"}"\n')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--region-name", "xw",
+                                           "--harness-config", str(cfg), "--junitxml", "junit.xml")
+    result.assert_outcomes(passed=2)
+    assert sorted(p.name for p in pytester.path.glob("ran-in-*")) == ["ran-in-xw0", "ran-in-xw1"]
+    assert namespaces("xw0") == namespaces("xw1") == namespaces("xw") == []
+    suite = {p.get("name"): p.get("value") for p in ET.parse(pytester.path / "junit.xml").getroot().iter("property")}
+    assert suite["provider"] == "local" and suite["etcd_data"] == "tmpfs" and suite["etcd_version"]

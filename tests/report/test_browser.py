@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import struct
 import tempfile
 from pathlib import Path
@@ -90,15 +91,15 @@ def test_a_missing_chromium_is_said_plainly(tmp_path: Path, monkeypatch: pytest.
     assert "no chromium on PATH" in capsys.readouterr().err and not (reports / "run-3" / "screenshot.png").exists()
 
 
-def _chromium_in_tmp() -> set[str]:
-    tmp = Path(tempfile.gettempdir())
-    return {p.name for p in tmp.iterdir() if "chromium" in p.name.lower()}
-
-
-def test_a_browser_leaves_nothing_in_tmp(tmp_path: Path, chromium: Chromium) -> None:
+def test_a_browser_leaves_nothing_in_tmp(tmp_path: Path, chromium: Chromium, monkeypatch: pytest.MonkeyPatch,
+                                         request: pytest.FixtureRequest) -> None:
     """Its profile and chromium's own temporary files (singleton socket, shared memory) are gone
-    once it is closed, and when it fails to start."""
-    before = _chromium_in_tmp()
+    once it is closed, and when it fails to start. Judged in a temporary directory of the test's
+    own: other tests' browsers may run beside it (pytest-xdist)."""
+    tmp = Path(tempfile.mkdtemp(prefix="bt-"))  # a short path: chromium's socket path has 108 bytes
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     binary = find_chromium()
     assert binary is not None
     page = tmp_path / "page.html"
@@ -106,7 +107,8 @@ def test_a_browser_leaves_nothing_in_tmp(tmp_path: Path, chromium: Chromium) -> 
     with Chromium(binary) as own:
         own.load(page)
         profile = Path(own.profile)
+        assert profile.parent == tmp, "the profile is made in the temporary directory"
     assert not profile.exists()
     with pytest.raises(BrowserError):
         Chromium(str(tmp_path / "no-such-chromium"))
-    assert _chromium_in_tmp() - before == set()
+    assert list(tmp.iterdir()) == []
