@@ -20,6 +20,7 @@ _ONE_GROUP = ("tests/integration", "tests/must_fail")
 _FILE_GROUPS = ("tests/kube", "tests/plugin", "tests/aws")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return
