@@ -160,6 +160,10 @@ class Agent:
             except Exception as e:  # the API unreachable (a cut zone) is a normal state
                 self.log(f"reconcile: {type(e).__name__}: {str(e)[:300]}")
             time.sleep(max(0.0, self.args.interval - (time.monotonic() - began)))
+        # The node goes down: etcd's pods last. Stopped beside its etcd, a kube-apiserver waits out
+        # its grace period on it (its lease cleanup) while the etcd waits for the apiservers' watch
+        # streams, as on the seed (ControlPlane.stop).
+        self.stop_all([uid for uid, r in self.running.items() if r.kind != "etcd"])
         self.stop_all(list(self.running))
 
     def reconcile(self) -> None:
