@@ -1,6 +1,9 @@
 """The harness's pytest plugin (and with it every step) is registered by its entry point."""
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 import pytest
 
@@ -12,23 +15,31 @@ os.environ.setdefault("XDG_CACHE_HOME", str(default_cache_root().parents[1]))
 
 pytest_plugins = ["pytester"]
 
-# With pytest-xdist (make test), tests that name their own regions, seeds and module-wide
-# fixtures run on one worker together: a directory whose files share names (`it`, `lc`) as one
-# group, else a file as one. Scenarios and unit tests go to whichever worker is free; each worker's
-# session region is its own (`pt0`, `pt1`, ...).
-_ONE_GROUP = ("tests/integration", "tests/must_fail")
-_FILE_GROUPS = ("tests/kube", "tests/plugin", "tests/aws")
+# With pytest-xdist (make test: --dist loadgroup), tests that name their own regions, seeds and
+# module-wide fixtures run on one worker together: a directory whose files share names (`it`,
+# `lc`) as one group, else a file as one. Scenarios and unit tests go to whichever worker is free;
+# each worker's session region is its own (`pt0`, `pt1`, ...). The groups come from the paths:
+# xdist's xdist_group markers no longer reach its scheduler under pytest 9.2, whose test ids are
+# no longer the `_nodeid` xdist appends the group to.
+_ONE_GROUP = ("tests/integration/", "tests/must_fail/")
+_FILE_GROUPS = ("tests/kube/", "tests/plugin/", "tests/aws/")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the test ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if not item.path.is_relative_to(config.rootpath):
-            continue
-        path = item.path.relative_to(config.rootpath).as_posix()
-        group = next((d for d in _ONE_GROUP if path.startswith(f"{d}/")), None) or next(
-            (path for d in _FILE_GROUPS if path.startswith(f"{d}/")), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+def xdist_group(nodeid: str) -> str | None:
+    """The group a test runs in (None: any worker, on its own)."""
+    path = nodeid.split("::", 1)[0]
+    return next((d for d in _ONE_GROUP if path.startswith(d)), None) or next(
+        (path for d in _FILE_GROUPS if path.startswith(d)), None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByPath(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid) or nodeid
+
+    return ByPath(config, log)
