@@ -40,6 +40,7 @@ def main() -> int:
     args = ap.parse_args()
     (ROOT / ".cache").mkdir(exist_ok=True)  # ignored by git; a cold cache takes gigabytes
     work = Path(tempfile.mkdtemp(prefix="fresh-machine-", dir=ROOT / ".cache"))
+    work.chmod(0o755)  # the rootless tests run the clone as nobody
     clone = work / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     env = dict(os.environ)
