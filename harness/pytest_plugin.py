@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
+from pytest_bdd.reporting import ReportContext, scenario_reports_registry, test_report_context_registry
 
 from harness import etcd_builds, rootless
 from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides, with_region
@@ -141,6 +142,10 @@ class _Facts:
 
 
 _FACTS = pytest.StashKey[_Facts]()
+
+
+def _facts(config: pytest.Config) -> _Facts:
+    return config.stash.setdefault(_FACTS, _Facts())
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml and pytest-bdd's cucumberjson read their paths
@@ -296,8 +301,6 @@ def _carry(item: pytest.Item, report: pytest.TestReport) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # a worker's: before xdist sends the report; else: before the cucumber JSON reads it
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    from pytest_bdd.reporting import ReportContext, test_report_context_registry
-
     if not _CONFIG:
         return
     config = _CONFIG[-1]
@@ -371,8 +374,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from harness.report.write import write_report
 
-    from pytest_bdd.reporting import scenario_reports_registry
-
     for item in session.items:  # a scenario cut short: its steps so far, from pytest-bdd's own record
         rec = recorder.results.get(item.nodeid)
         if rec is not None and rec["result"] == "interrupted" and item in scenario_reports_registry:
@@ -440,7 +441,7 @@ def _reclaim(provider: Provider, config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def session_env(harness_provider: Provider, pytestconfig: pytest.Config) -> Iterator[Environment]:
     """The session's environment: the local region (up once, always down), or the cluster."""
-    facts = pytestconfig.stash.setdefault(_FACTS, _Facts())
+    facts = _facts(pytestconfig)
     facts.said(provider=harness_provider.name)
     _reclaim(harness_provider, pytestconfig)
     try:
@@ -679,11 +680,11 @@ def seed(harness_provider: Provider, env: Environment, pytestconfig: pytest.Conf
     from harness.probes import versions
 
     got = harness_provider.seed(env)
-    environment = pytestconfig.stash.setdefault(_FACTS, _Facts()).environment
+    environment = _facts(pytestconfig).environment
     if pytestconfig.getoption("harness_report") and environment.get("kubernetes_version_source") != versions.KUBE_API:
         try:  # once per session: the report says which Kubernetes the verdicts are about
             environment.update(kubernetes_version=versions.kubernetes_version(got.kube),
-                                        kubernetes_version_source=versions.KUBE_API)
+                               kubernetes_version_source=versions.KUBE_API)
         except HarnessError as e:
             _say(pytestconfig, f"[harness] could not read the seed's Kubernetes version: {e}")
     return got
