@@ -21,32 +21,40 @@ class Inconclusive(AssertionError):
     neither a pass nor a violation. A run reruns the scenario once or fails (--inconclusive)."""
 
 
-def resolved(missed_by: float, harness_stalled: float, what: str, detail: str, sampled: float = 0.0) -> None:
+def resolved(missed_by: float, harness_stalled: float, what: str, detail: str, sampled: float = 0.0,
+             held_over: float = 0.0) -> None:
     """A bound was missed by `missed_by` seconds; when the harness itself stalled across what it
-    measured, or its probe's samples place the moment no closer than `sampled` seconds, and that
-    is at least the miss, the miss may be the harness's: Inconclusive, never a pass."""
+    measured, its probe's samples place the moment no closer than `sampled` seconds, or its steps
+    held the fault `held_over` seconds longer than the scenario said (what is measured after a
+    return grows with the time away), and together that is at least the miss, the miss may be the
+    harness's: Inconclusive, never a pass."""
     __tracebackhide__ = True
-    if missed_by > 0 and harness_stalled + sampled >= missed_by:
+    if missed_by > 0 and harness_stalled + sampled + held_over >= missed_by:
         why = []
         if harness_stalled > 0:
             why.append(f"the harness itself stalled {harness_stalled:.3f}s across it (its canary woke that late)")
         if sampled > 0:
             why.append(f"its probe could not place the moment closer than {sampled:.3f}s (the request before "
                        "the one that saw it began that much earlier)")
+        if held_over > 0:
+            why.append(f"the fault was held {held_over:.3f}s longer than the scenario said (its steps during it "
+                       "took that long; a member away longer hears its peers later)")
         raise Inconclusive(f"{what}: inconclusive, missed by {missed_by:.3f}s while {' and '.join(why)}: {detail}")
 
 
 def at_most(value: float | None, limit: float, what: str, seen: Any = None, harness_stalled: float = 0.0,
-            sampled: float = 0.0) -> float:
+            sampled: float = 0.0, held_over: float = 0.0) -> float:
     """A duration of at most `limit` seconds. `harness_stalled`: seconds of it in which the harness
     itself could not run (its probe's canary); `sampled`: how much earlier its end may have been
-    than the probe could see; a miss no longer than both together is Inconclusive. One that never
-    happened is a violation: by how much it was missed is not known."""
+    than the probe could see; `held_over`: how much longer than the scenario said the fault was
+    held before what is measured began; a miss no longer than these together is Inconclusive. One
+    that never happened (in as long as the caller waited) is a violation."""
     __tracebackhide__ = True
     if value is None:
         raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, but it never happened; seen: {seen!r}")
     if value > limit:
-        resolved(value - limit, harness_stalled, what, f"expected at most {limit:.3f}s, measured {value:.3f}s", sampled)
+        resolved(value - limit, harness_stalled, what, f"expected at most {limit:.3f}s, measured {value:.3f}s", sampled,
+                 held_over)
         raise ToleranceViolation(f"{what}: expected at most {limit:.3f}s, measured {value:.3f}s; seen: {seen!r}")
     return value
 

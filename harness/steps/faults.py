@@ -49,7 +49,7 @@ def before_faults(etcd: EtcdCluster) -> tuple[str | None, int, int]:
 def _apply(etcd: EtcdCluster, faults: FaultRunner, kind: str, targets: list[str], seconds: float) -> Outage:
     outage = apply_faults(etcd, faults, [(kind, t, {}) for t in targets])
     if seconds:
-        time.sleep(seconds)
+        outage.hold(faults.timeline, seconds)
     return outage
 
 
@@ -278,8 +278,8 @@ def _(faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
 
 
 @when(parsers.parse("the outage lasts {seconds:g} s"))
-def _(outage: Outage, seconds: float) -> None:
-    time.sleep(seconds)
+def _(outage: Outage, timeline: Timeline, seconds: float) -> None:
+    outage.hold(timeline, seconds)
 
 
 @when(parsers.parse("{seconds:g} s pass"))

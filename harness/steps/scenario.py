@@ -31,6 +31,23 @@ class Outage:
     zones_down: list[str] | None = None
     seen: float | None = None  # when the first fault's effect was seen: the latest it took effect
     catch_up: CatchUp | None = None  # a member's catch-up, begun as its zone went (harness.steps.catch_up)
+    lasts: float | None = None  # the seconds the scenario said it lasts ("goes down for N s", "lasts N s")
+
+    def hold(self, timeline: Timeline, seconds: float) -> None:
+        """Keep the faults for `seconds` from the earliest they took effect, as the scenario says."""
+        self.lasts = seconds
+        wait = self.start + seconds - timeline.now()
+        if wait > 0:
+            time.sleep(wait)
+
+    def held_over(self) -> float:
+        """How much longer than the scenario said the faults were held before their return: the
+        steps between the When-step and the return (Then-steps judging the outage) take time, and
+        a member away longer hears its peers later (TCP's backed-off retries) and has more to
+        catch up. 0 when the scenario said no length or nothing returned."""
+        if self.lasts is None or self.healed_at is None:
+            return 0.0
+        return max(0.0, self.healed_at - self.start - self.lasts)
 
     @property
     def effect_seen(self) -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from harness.probes.samples import Sample
 
@@ -266,6 +266,16 @@ def catch_up_time(samples: Iterable[Sample], member: str, t: float, target_revis
         if s.revision is not None and s.revision >= target_revision:
             return s.end - t
     return None
+
+
+def requests_since(samples: Iterable[Sample], kind: str, since: float, member: str | None = None) -> dict[str, Any]:
+    """What the probe's `kind` requests (of `member`, or any) begun since `since` saw: how many,
+    how many answered, the highest revision shown, the last error (what a figure that never came
+    is judged with)."""
+    mine = [s for s in samples if s.kind == kind and s.start >= since and member in (None, s.member)]
+    return {"requests": len(mine), "answered": sum(s.ok for s in mine),
+            "highest revision": max((s.revision for s in mine if s.ok and s.revision is not None), default=None),
+            "last error": next((s.error for s in reversed(mine) if s.error), None)}
 
 
 def first_answer(samples: Iterable[Sample], member: str, after: float) -> float | None:

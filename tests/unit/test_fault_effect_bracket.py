@@ -140,3 +140,16 @@ def test_faults_together_change_nothing_on_bad_input_and_heal_the_others_when_on
     with pytest.raises(HarnessError, match="m2 could not be changed"):
         runner.inject_together([("slow", "m1", None), ("slow", "m2", None)])
     assert sorted(failing.healed) == ["m1", "m2"] and runner.active == []
+
+
+def test_an_outage_held_past_what_the_scenario_said_knows_by_how_much() -> None:
+    timeline = Timeline()
+    outage = Outage([], timeline.now(), None, 0)
+    outage.hold(timeline, 0.05)
+    assert outage.lasts == 0.05 and timeline.now() >= outage.start + 0.05  # counted from the effect
+    assert outage.held_over() == 0.0  # nothing returned yet
+    outage.healed_at = outage.start + 4.0
+    assert outage.held_over() == pytest.approx(3.95)
+    outage.healed_at = outage.start + 0.01  # healed sooner than said (a step brought it back early)
+    assert outage.held_over() == 0.0
+    assert Outage([], 1.0, None, 0, healed_at=30.0).held_over() == 0.0  # no length said: no overrun

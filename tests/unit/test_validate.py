@@ -244,7 +244,30 @@ def test_a_bound_missed_within_the_harnesss_own_stalls_is_inconclusive_never_a_p
     with pytest.raises(judge.ToleranceViolation, match="never happened"):
         judge.at_most(None, 3.0, "time to a new leader", harness_stalled=10.0)
     assert judge.at_most(2.9, 3.0, "time to a new leader", harness_stalled=10.0) == 2.9
+    # A fault the steps held longer than the scenario said: a return-to-catch-up missed by no more
+    # than the overrun is inconclusive, one missed by more is the system's.
+    with pytest.raises(judge.Inconclusive, match="missed by 3.000s while the fault was held 12.000s longer"):
+        judge.at_most(13.0, 10.0, "catch-up of etcd-0", held_over=12.0)
+    with pytest.raises(judge.Inconclusive, match="stalled 0.500s .* and the fault was held 2.600s longer"):
+        judge.at_most(13.0, 10.0, "catch-up of etcd-0", harness_stalled=0.5, held_over=2.6)
+    with pytest.raises(judge.ToleranceViolation, match="measured 13.000s"):
+        judge.at_most(13.0, 10.0, "catch-up of etcd-0", held_over=2.9)
+    with pytest.raises(judge.ToleranceViolation, match="never happened"):
+        judge.at_most(None, 10.0, "catch-up of etcd-0", held_over=12.0)
     # A write slow only across a stall: its latency less the stall is the system's at most.
     writes = [w(i * 0.01, i * 0.01 + 0.002) for i in range(49)] + [w(0.99, 1.29)]
     p99 = av.write_latency(writes + stalls, 0.0, 1.0, 0.99)
     assert p99.value == pytest.approx(0.3) and p99.unstalled == pytest.approx(0.01)
+
+
+def test_what_a_members_status_requests_saw_since_its_return() -> None:
+    samples = [Sample("status", "etcd-0", 0.5, 0.6, True, revision=90),
+               Sample("status", "etcd-0", 1.0, 2.0, False, error="timed out"),
+               Sample("status", "etcd-0", 2.0, 2.1, True, revision=120),
+               Sample("status", "etcd-0", 2.2, 3.2, False, error="connection refused"),
+               Sample("status", "etcd-1", 2.0, 2.1, True, revision=300)]
+    assert av.requests_since(samples, "status", 1.0, "etcd-0") == {
+        "requests": 3, "answered": 1, "highest revision": 120, "last error": "connection refused"}
+    assert av.requests_since(samples, "status", 5.0, "etcd-0") == {
+        "requests": 0, "answered": 0, "highest revision": None, "last error": None}
+    assert av.requests_since(samples, "status", 2.0)["highest revision"] == 300  # any member
