@@ -36,6 +36,8 @@ from harness.validate.history import diverging_hashes, lost_writes, seqs_from_ke
 from harness.wait import first_within
 
 NAMESPACE = "shoot--harness--chaos"
+# How often the seed's pods are listed while a state is awaited: it is seen at most this late.
+POLL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,9 @@ def zone_outage(env: Environment, seed: Seed, zone: str, bounds: Bounds) -> Zone
     shoot = ShootApiProbe(seed, NAMESPACE, timeline, etcd, via).start()
     runner = FaultRunner(env, timeline)
     try:
-        time.sleep(1.0)
+        # Both probes acknowledged a write before the cut: a gap counted from it starts from a write.
+        first_within(lambda: True if probe.history.acked() and shoot.history.acked() else None,
+                     "a first write acknowledged by each probe", 10.0)
         fault = runner.inject("zone-outage", zone)
         cut = fault.effective_after  # the earliest the router may have dropped the zone's packets
         nodes = {n.name for n in env.nodes_in(zone)}
@@ -149,16 +153,16 @@ def zone_outage(env: Environment, seed: Seed, zone: str, bounds: Bounds) -> Zone
             lambda: True if _not_ready(seed, nodes) else None, f"the nodes of {zone} NotReady", bounds.not_ready + 5))
         result.apiserver_ready_after = _since(cut, timeline, first_within(
             lambda: True if _apiservers_outside(seed, zone) else None, f"every kube-apiserver Ready outside {zone}",
-            bounds.stateless_moved, interval=0.5))
+            bounds.stateless_moved, interval=POLL_S))
         result.moved_after = _since(cut, timeline, first_within(
             lambda: True if _outage_state(seed, zone) else None, f"GEP-20's outage state for {zone}",
-            bounds.stateless_moved + 10, interval=0.5))
+            bounds.stateless_moved + 10, interval=POLL_S))
         result.tables["during"] = _snapshot(seed)
     finally:
         runner.heal(wait=False)
     healed = timeline.now()
     result.recovered_after = _since(healed, timeline, first_within(
-        lambda: True if _all_running(seed) else None, "every pod Running again", bounds.recovered + 10, interval=0.5))
+        lambda: True if _all_running(seed) else None, "every pod Running again", bounds.recovered + 10, interval=POLL_S))
     result.tables["after"] = _snapshot(seed)
     history, shoot_history = probe.stop(), shoot.stop()
     result.etcd_gap = av.longest_write_gap(history.samples, cut, healed)
