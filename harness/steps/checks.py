@@ -227,8 +227,7 @@ def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, name
     target = av.highest_revision(h.samples, healed)
     asked = [s for s in h.samples if s.kind in ("write", "status") and s.end <= healed]
     judge.holds(target > 0, "a revision answered before the zone returned, for its member to catch up to",
-                seen={"requests": len(asked), "answered": sum(s.ok for s in asked),
-                      "last error": next((s.error for s in reversed(asked) if s.error), None)})
+                seen=av.requests_seen(asked))
     # A fault held longer than the scenario said is given that much longer to be caught up after.
     held_over = outage.held_over()
     for name in names:

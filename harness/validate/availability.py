@@ -268,14 +268,17 @@ def catch_up_time(samples: Iterable[Sample], member: str, t: float, target_revis
     return None
 
 
+def requests_seen(samples: Sequence[Sample]) -> dict[str, Any]:
+    """What the requests saw: how many, how many answered, the highest revision shown, the last
+    error (what a figure that never came, or a premise that did not hold, is judged with)."""
+    return {"requests": len(samples), "answered": sum(s.ok for s in samples),
+            "highest revision": max((s.revision for s in samples if s.ok and s.revision is not None), default=None),
+            "last error": next((s.error for s in reversed(samples) if s.error), None)}
+
+
 def requests_since(samples: Iterable[Sample], kind: str, since: float, member: str | None = None) -> dict[str, Any]:
-    """What the probe's `kind` requests (of `member`, or any) begun since `since` saw: how many,
-    how many answered, the highest revision shown, the last error (what a figure that never came
-    is judged with)."""
-    mine = [s for s in samples if s.kind == kind and s.start >= since and member in (None, s.member)]
-    return {"requests": len(mine), "answered": sum(s.ok for s in mine),
-            "highest revision": max((s.revision for s in mine if s.ok and s.revision is not None), default=None),
-            "last error": next((s.error for s in reversed(mine) if s.error), None)}
+    """requests_seen of the probe's `kind` requests (of `member`, or any) begun since `since`."""
+    return requests_seen([s for s in samples if s.kind == kind and s.start >= since and member in (None, s.member)])
 
 
 def first_answer(samples: Iterable[Sample], member: str, after: float) -> float | None:
