@@ -29,6 +29,9 @@ class Timeouts:
     recovery: float = 30.0
     probe_request: float = 0.25
     status_request: float = 0.5
+    # Opening a connection through a port-forward of the seed's API (the cluster provider's route to
+    # a member): the harness's path, not the system's, and on a busy machine slower than a request.
+    forward_open: float = 3.0
     command: float = 10.0
     deploy: float = 90.0  # reference control plane applied until every pod is placed or reported unschedulable
     # node-drain: how long evictions a PodDisruptionBudget refuses are retried. Past Kubernetes's own

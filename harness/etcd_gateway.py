@@ -80,11 +80,17 @@ class EtcdClient:
     Not thread-safe: give each probe thread its own client.
     """
 
-    def __init__(self, url: str, netns: str | None, timeout: float, tls: EtcdTls | None = None) -> None:
+    def __init__(self, url: str, netns: str | None, timeout: float, tls: EtcdTls | None = None,
+                 connect_timeout: float | None = None) -> None:
         parts = urlsplit(url)
         self.url = url
         self.netns = netns
         self.timeout = timeout
+        # Opening a connection (TCP and the TLS handshake) has this patience, the requests on it
+        # theirs: where the route to a member costs more to open than a request takes (a forward
+        # through the seed's API), a connection slower to open than one request's patience would
+        # otherwise never open on a busy machine, every attempt abandoned and begun anew.
+        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
         self.tls = tls
         self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 2379
         self._conn: NsHTTPConnection | NsHTTPSConnection | None = None
@@ -105,12 +111,12 @@ class EtcdClient:
 
     def call(self, path: str, body: dict[str, Any] | None, timeout: float | None = None) -> dict[str, Any]:
         """POST `body` to `path` as JSON (GET without one); the answer's JSON."""
-        if self._conn is None:
-            self._conn = self._connection()
-        self._conn.timeout = timeout or self.timeout
-        if self._conn.sock is not None:
-            self._conn.sock.settimeout(self._conn.timeout)
         try:
+            if self._conn is None:
+                self._conn = self._connection()
+                self._conn.connect()
+            self._conn.timeout = timeout or self.timeout
+            self._conn.sock.settimeout(self._conn.timeout)
             if body is None:
                 self._conn.request("GET", path)
             else:
@@ -129,9 +135,9 @@ class EtcdClient:
 
     def _connection(self) -> NsHTTPConnection | NsHTTPSConnection:
         if self.tls is None:
-            return NsHTTPConnection(self._host, self._port, self.timeout, self.netns)
+            return NsHTTPConnection(self._host, self._port, self.connect_timeout, self.netns)
         dial = (self._host, self._port) if self.tls.server_name else None
-        return NsHTTPSConnection(self.tls.server_name or self._host, self._port, self.timeout, self.netns,
+        return NsHTTPSConnection(self.tls.server_name or self._host, self._port, self.connect_timeout, self.netns,
                                  self.tls.context(), dial=dial)
 
     def put(self, key: str, value: str | bytes) -> int:

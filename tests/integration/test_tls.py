@@ -4,8 +4,12 @@ check who calls them: no certificate, or one of another CA, is refused."""
 from __future__ import annotations
 
 import dataclasses
+import socket
+import threading
+import time
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -69,3 +73,68 @@ def test_a_client_without_a_certificate_the_members_trust_is_refused(tls_env: Lo
                 kv.put("/tls/stranger", "x")
         finally:
             kv.close()
+
+
+def _slow_opening_route(target: tuple[str, int], netns: str, opening: float) -> tuple[int, socket.socket]:
+    """A local port whose connections go on to `target` in `netns` only `opening` s after they
+    were accepted: a route costly to open (a port-forward through the seed's API), quick once open."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def pump(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                s.close()
+
+    def serve(client: socket.socket) -> None:
+        time.sleep(opening)
+        with entered(netns):
+            remote = socket.create_connection(target, 5.0)
+        threading.Thread(target=pump, args=(client, remote), daemon=True).start()
+        pump(remote, client)
+
+    def accept() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(client,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return listener.getsockname()[1], listener
+
+
+def test_a_route_slow_to_open_is_given_its_own_patience_and_requests_theirs(tls_env: LocalEnvironment) -> None:
+    """A client whose connection opens slower than one request's patience: without a patience
+    of its own to open, no request is ever answered, each attempt abandoned mid-handshake; with
+    one, the connection opens once and the requests on it keep their short patience."""
+    env = tls_env
+    member = env.members[0]
+    address = urlsplit(member.client_url)
+    assert env.tls is not None and address.hostname and address.port
+    port, listener = _slow_opening_route((address.hostname, address.port), env.names.client_ns(member.zone), 0.6)
+    tls = dataclasses.replace(env.tls, server_name=address.hostname)
+    try:
+        impatient = EtcdClient(f"https://127.0.0.1:{port}", None, 0.25, tls)
+        for _ in range(3):
+            with pytest.raises(EtcdRequestError, match="(?i)timed out"):
+                impatient.status()
+        patient = EtcdClient(f"https://127.0.0.1:{port}", None, 0.25, tls, connect_timeout=3.0)
+        try:
+            began = time.monotonic()
+            patient.status()
+            assert time.monotonic() - began >= 0.6, "the first request waited for the route to open"
+            began = time.monotonic()
+            for i in range(5):
+                patient.put(f"/tls/open-once/{i}", "v")
+            assert time.monotonic() - began < 5 * 0.6, "later requests ran on the open connection"
+            assert patient._conn is not None and patient._conn.sock.gettimeout() == 0.25
+        finally:
+            patient.close()
+    finally:
+        listener.close()
