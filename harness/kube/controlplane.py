@@ -361,7 +361,7 @@ class ControlPlane:
             record = self.records.get(name)
             if record is None or self.stopped or record.alive():
                 continue
-            self._start(name, list(record.argv), env=_kwok_env(self.workdir / "kwok" / node) if name.startswith("kwok") else None)
+            self._start(name, list(record.argv), env=_kwok_env(self.workdir / "kwok" / node, self.timings) if name.startswith("kwok") else None)
             done.append(name)
         return done
 
@@ -602,7 +602,7 @@ def _start_all(cp: ControlPlane, spec: ControlPlaneSpec, bins: KubeBinaries) -> 
             *t.kwok_flags(),
         ]
         # Inside the node's namespace its heartbeats share the node's fate on the network.
-        cp._start(f"kwok-{node.name}", ["ip", "netns", "exec", node.netns, *argv] if node.netns else argv, env=_kwok_env(home))
+        cp._start(f"kwok-{node.name}", ["ip", "netns", "exec", node.netns, *argv] if node.netns else argv, env=_kwok_env(home, t))
     names = [n.name for n in cp.nodes]
 
     def nodes_check() -> str | None:
@@ -717,9 +717,9 @@ def keep_node_addresses(stages: str) -> str:
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
-def _kwok_env(home: Path) -> dict[str, str]:
+def _kwok_env(home: Path, timings: KubeTimings) -> dict[str, str]:
     # kwok also reads ~/.kwok/kwok.yaml; a private HOME keeps the user's config out.
-    return {**os.environ, "HOME": str(home)}
+    return {**os.environ, "HOME": str(home), **timings.kwok_env()}
 
 
 # --- cleanup of an earlier run ----------------------------------------------------------------

@@ -99,6 +99,12 @@ def test_kubeconfig_and_nodes(cp: ControlPlane, core: k8s.CoreV1Api) -> None:
         assert ready == "True"
     state = cp.to_state()
     assert {p["name"] for p in state["processes"]} >= {"etcd", "kube-apiserver", "kwok-zone-a-1", "kwok-zone-c-2"}
+    # Each kwok drops a connection to the API server that stopped answering as a kubelet does, not
+    # after client-go's 45 s: read from the running process, whose client reads it at its start.
+    kwok = next(p for p in state["processes"] if p["name"] == "kwok-zone-a-1")
+    environ = dict(e.split("=", 1) for e in Path(f"/proc/{kwok['pid']}/environ").read_text().split("\0") if "=" in e)
+    assert {k: environ.get(k) for k in cp.timings.kwok_env()} == cp.timings.kwok_env() == {
+        "HTTP2_READ_IDLE_TIMEOUT_SECONDS": "2", "HTTP2_PING_TIMEOUT_SECONDS": "2"}
 
 
 def test_statefulset_anti_affinity_one_pod_per_zone(
