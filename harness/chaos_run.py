@@ -33,7 +33,7 @@ from harness.reference.render import ReferenceSpec
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate.history import diverging_hashes, lost_writes, seqs_from_keys
-from harness.wait import first_within
+from harness.wait import first_within, wait_for
 
 NAMESPACE = "shoot--harness--chaos"
 # How often the seed's pods are listed while a state is awaited: it is seen at most this late.
@@ -132,6 +132,11 @@ def _all_running(seed: Seed) -> bool:
     return bool(pods) and all(p.serving for p in pods)
 
 
+def _nodes_ready(seed: Seed) -> bool:
+    views = cluster.node_views(cluster.connect(seed.kube))
+    return bool(views) and all(v.ready for v in views)
+
+
 def zone_outage(env: Environment, seed: Seed, zone: str, bounds: Bounds) -> ZoneResult:
     timeline = Timeline()
     etcd = shoot_etcd(env, seed, NAMESPACE, "etcd-main")
@@ -146,7 +151,12 @@ def zone_outage(env: Environment, seed: Seed, zone: str, bounds: Bounds) -> Zone
         # Both probes acknowledged a write before the cut: a gap counted from it starts from a write.
         first_within(lambda: True if probe.history.acked() and shoot.history.acked() else None,
                      "a first write acknowledged by each probe", 10.0)
-        fault = runner.inject("zone-outage", zone)
+        # What the cut is judged against: the shoot's control plane (its etcd healthy above, every
+        # pod Running after the last zone's return) on seed nodes all Ready. The region's own etcd
+        # plays no part here; its member in the last zone catching up is not awaited.
+        wait_for(lambda: _nodes_ready(seed), bool, "every node of the seed Ready", env.config.timeouts.member_ready,
+                 POLL_S)
+        fault = runner.inject("zone-outage", zone, wait_healthy=False)
         cut = fault.effective_after  # the earliest the router may have dropped the zone's packets
         nodes = {n.name for n in env.nodes_in(zone)}
         result.not_ready_after = _since(cut, timeline, first_within(
