@@ -15,19 +15,44 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import netns, rootless
+from harness.backup.snapshots import MemberSeed, restore
 from harness.command_lines import EtcdServingTls
 from harness.config import Config
 from harness.errors import CapabilityMissing, ConfigError, EnvironmentStateError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
-from harness.providers.base import LinkImpairment, TaskEndpoint
-from harness.topology import Member, Node, Seed
-from harness.providers.local import effects
-from harness.providers.local.host import disks, powerloss_fs
-from harness.providers.local import members as member_ops
-from harness.providers.local.core import EtcdMembers, Names, RegionRecord, plan
+from harness.kube import cluster, loadbalancer
+from harness.kube.agent import volume_path
+from harness.kube.binaries import KUBERNETES_VERSION
+from harness.kube.pki import EtcdNames, generate_etcd_pki
 from harness.processes import cmdline, log_tail, pid_alive, reap, signal_pid
+from harness.providers.base import LinkImpairment, TaskEndpoint
+from harness.providers.local import effects
+from harness.providers.local import members as member_ops
+from harness.providers.local.backups import restore_from_backups, sidecars, start_backups, stop_sidecar, take_snapshot
+from harness.providers.local.cloud.account import (
+    cloud_access, ensure_cloud, replace_terminated, requests_since, stop_cloud,
+)
+from harness.providers.local.cloud.backup_store import (
+    backup_store_cut_effect, compact_backups, cut_backup_store, ensure_store, restore_backup_store, store,
+)
+from harness.providers.local.core import EtcdMembers, Names, RegionRecord, plan
+from harness.providers.local.host import disks, powerloss_fs
 from harness.providers.local.host import etcd as etcdproc
+from harness.providers.local.network.traffic_counters import zone_pair_bytes
+from harness.providers.local.seed.cloud_controller import (
+    load_balancer_endpoint, load_balancer_health, load_balancer_nodes, start_cloud_controller,
+)
+from harness.providers.local.seed.kubernetes import (
+    STORAGE_CLASS, keep_logs, lb_address, restart_node_agents, restore_silenced, start_for, stop_for, sweep_cordons,
+    volumes_root, wait_nodes_ready,
+)
+from harness.providers.local.seed.machines import (
+    NAMESPACE, machines, start_machine_controllers, stop_machine_controllers,
+)
+from harness.providers.local.seed.shoot import ShootEtcd
+from harness.providers.local.seed.task_executor import task_endpoint
 from harness.providers.state import read_state, state_path, stop_watchdogs, write_state
+from harness.topology import Member, Node, Seed
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
@@ -40,8 +65,6 @@ class LocalEnvironment(RegionRecord):
     node_failure_modes = effects.NODE_FAILURE_MODES
 
     def run_facts(self) -> dict[str, str]:
-        from harness.kube.binaries import KUBERNETES_VERSION
-
         # tmpfs: fsync costs nothing and a killed process's writes survive in the page cache; every
         # write-gap, latency and lost-write figure of the run is about that medium. The seed's
         # Kubernetes is the pinned one until a scenario starts it and its API says.
@@ -49,8 +72,6 @@ class LocalEnvironment(RegionRecord):
                 "etcd_data": self.state.get("data_medium", "unknown"), "kubernetes_version": KUBERNETES_VERSION}
 
     def zone_pair_bytes(self) -> dict[str, int]:
-        from harness.providers.local.network.traffic_counters import zone_pair_bytes
-
         return zone_pair_bytes(self)
 
     def _data_disk(self, member: str) -> Path:
@@ -69,8 +90,6 @@ class LocalEnvironment(RegionRecord):
 
     def load_balancer_targets(self) -> dict[str, str]:
         """The seed's HAProxy in front of the shoot's kube-apiservers, from its stats socket."""
-        from harness.kube import loadbalancer
-
         record = self.state.get("loadbalancer") or self.refresh().get("loadbalancer")
         if not record:
             raise CapabilityMissing(f"region {self.spec.name} runs no shoot API load balancer: it comes up with the "
@@ -78,8 +97,6 @@ class LocalEnvironment(RegionRecord):
         return loadbalancer.backend_states(record)
 
     def shoot_etcd(self, seed: Seed, namespace: str, name: str) -> EtcdMembers:
-        from harness.providers.local.seed.shoot import ShootEtcd
-
         return ShootEtcd(self, seed, namespace, name)
 
     def wait_healthy(
@@ -89,8 +106,6 @@ class LocalEnvironment(RegionRecord):
         member named, also every seed node Ready."""
         statuses = self.wait_members(timeout, members, max_lag)
         if members is None and self.refresh().get("kubernetes"):
-            from harness.providers.local.seed.kubernetes import wait_nodes_ready
-
             wait_nodes_ready(self, timeout or self.config.timeouts.member_ready)
         return statuses
 
@@ -135,8 +150,6 @@ class LocalEnvironment(RegionRecord):
         one, stays mounted and empty): irreversible."""
         name = self.member(member).name
         if self.state.get("backups"):  # its pod is gone, and the backup sidecar with it
-            from harness.providers.local.backups import stop_sidecar
-
             # First: a sidecar that saw its member die would upload what it held as it lost
             # the lead, which a pod gone as a whole never does.
             stop_sidecar(self, name)
@@ -217,8 +230,6 @@ class LocalEnvironment(RegionRecord):
         """Every member's data deleted and made again from `snapshot`, a new cluster of the same
         members (what etcd-druid does after a permanent quorum loss: no member's data is kept),
         then started; returns the seconds the restore took (not the start)."""
-        from harness.backup.snapshots import MemberSeed, restore
-
         for m in self.members:
             self.lose_member_data(m.name)
         seeds = [MemberSeed(m.name, m.peer_url, Path(self._flag(m.name, "data-dir"))) for m in self.members]
@@ -229,53 +240,33 @@ class LocalEnvironment(RegionRecord):
 
     # -- backups ([region] backups): harness.providers.local.backups ------------
     def backup_store(self) -> Any:
-        from harness.providers.local.cloud.backup_store import store
-
         return store(self)
 
     def seed_backup_store(self) -> Any:
-        from harness.providers.local.cloud.backup_store import ensure_store
-
         return ensure_store(self)
 
     def backup_sidecars(self) -> dict[str, dict[str, Any] | str]:
-        from harness.providers.local.backups import sidecars
-
         return sidecars(self)
 
     def take_snapshot(self, kind: str) -> dict[str, Any]:
-        from harness.providers.local.backups import take_snapshot
-
         return take_snapshot(self, kind)
 
     def compact_backups(self) -> dict[str, Any]:
-        from harness.providers.local.cloud.backup_store import compact_backups
-
         return compact_backups(self)
 
     def task_endpoint(self) -> TaskEndpoint:
-        from harness.providers.local.seed.task_executor import task_endpoint
-
         return task_endpoint(self)
 
     def restore_from_backups(self, progress: Callable[[str], None] | None = None, deltas: bool = True) -> dict[str, Any]:
-        from harness.providers.local.backups import restore_from_backups
-
         return restore_from_backups(self, self.restore_members, progress, deltas)
 
     def cut_backup_store(self, zones: list[str], run_id: str) -> dict[str, Any]:
-        from harness.providers.local.cloud.backup_store import cut_backup_store
-
         return cut_backup_store(self, zones, run_id)
 
     def backup_store_cut_effect(self, data: dict[str, Any]) -> dict[str, Any] | None:
-        from harness.providers.local.cloud.backup_store import backup_store_cut_effect
-
         return backup_store_cut_effect(self, data)
 
     def restore_backup_store(self, data: dict[str, Any]) -> None:
-        from harness.providers.local.cloud.backup_store import restore_backup_store
-
         restore_backup_store(self, data)
 
     def pause_member(self, member: str) -> int | None:
@@ -341,8 +332,6 @@ class LocalEnvironment(RegionRecord):
         return effects.node_failure_effect(self, node, data)
 
     def sweep(self) -> list[str]:
-        from harness.providers.local.seed.kubernetes import restore_silenced, sweep_cordons
-
         return effects.sweep(self) + restore_silenced(self) + sweep_cordons(self)
 
     def health(self) -> dict[str, Any]:
@@ -358,9 +347,6 @@ class LocalEnvironment(RegionRecord):
         """The volume's directory deleted, as a cloud disk deleted with its PersistentVolume. A
         process still running on it (the member of a pod the API no longer holds, which its node
         agent would stop within its grace period) dies with its disk, at once."""
-        from harness.kube.agent import volume_path
-        from harness.providers.local.seed.kubernetes import volumes_root
-
         path = volume_path(volumes_root(self), volume["volume"], volume["volume_uid"])
         users = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and str(path) in cmdline(int(p.name))]
         for pid in users:
@@ -373,20 +359,13 @@ class LocalEnvironment(RegionRecord):
 
     # -- the local cloud ----------------------------------------------------
     def start_machine_controllers(self, health_timeout_s: float, drain_timeout_s: float) -> str:
-        from harness.providers.local.seed.machines import start_machine_controllers
-
         return start_machine_controllers(self, health_timeout_s, drain_timeout_s)
 
     def stop_machine_controllers(self) -> list[str]:
-        from harness.providers.local.seed.machines import stop_machine_controllers
-
         return stop_machine_controllers(self)
 
     def machines(self) -> list[dict[str, Any]]:
-        from kubernetes import client as k8s
-
-        from harness.kube import cluster
-        from harness.providers.local.seed.machines import NAMESPACE, machines
+        from kubernetes import client as k8s  # a second to import: not at every CLI command's start
 
         kube = self.kube()
         if kube is None:
@@ -394,50 +373,35 @@ class LocalEnvironment(RegionRecord):
         return machines(k8s.CustomObjectsApi(cluster.connect(kube)), NAMESPACE)
 
     def start_cloud_controller(self, version: str | None = None) -> dict[str, Any]:
-        from harness.providers.local.seed.cloud_controller import start_cloud_controller
-
         return start_cloud_controller(self, version)
 
     def load_balancer_nodes(self, namespace: str, service: str) -> list[str] | None:
-        from harness.providers.local.seed.cloud_controller import load_balancer_nodes
-
         return load_balancer_nodes(self, namespace, service)
 
     def load_balancer_endpoint(self, namespace: str, service: str) -> tuple[str, int, str | None] | None:
-        from harness.providers.local.seed.cloud_controller import load_balancer_endpoint
-
         return load_balancer_endpoint(self, namespace, service)
 
     def load_balancer_health(self, namespace: str, service: str) -> dict[str, str]:
-        from harness.providers.local.seed.cloud_controller import load_balancer_health
-
         return load_balancer_health(self, namespace, service)
 
     def replace_terminated_instance(self, instance_id: str) -> str | None:
         """Stands in for the machine controller the local cloud lacks (NodeInstances)."""
-        from harness.providers.local.cloud.account import replace_terminated
-
         nodes = [n for n, i in (self.refresh().get("cloud") or {}).get("instances", {}).items() if i == instance_id]
         replaced = replace_terminated(self, nodes)
         return next((new for _, new in replaced.values()), None)
 
     def cloud_requests(self, since: float = 0.0) -> list[dict[str, Any]]:
-        from harness.providers.local.cloud.account import requests_since
-
         return requests_since(self, since)
 
     def aws(self) -> AwsAccess | None:
         """The local cloud (moto) this region presents itself in, once `LocalRegion.cloud` started it."""
         if not (self.state.get("cloud") or {}).get("access"):
             return None  # no local cloud: nothing of boto3's is needed (or maybe even installed)
-        from harness.providers.local.cloud.account import cloud_access
 
         return cloud_access(self.state)
 
     def restart_node_agents(self, node: str) -> bool:
         """Start the node's kubelet stand-in again if the node's failure killed it; True if it did."""
-        from harness.providers.local.seed.kubernetes import restart_node_agents
-
         return restart_node_agents(self, node)
 
     def _faults_on(self, zone: str) -> list[str]:
@@ -560,8 +524,6 @@ class LocalRegion:
 
     def seed(self, env: Any) -> Seed:
         """The local seed: the Kubernetes control plane beside the region, started on first use."""
-        from harness.providers.local.seed.kubernetes import STORAGE_CLASS, lb_address, start_for
-
         assert isinstance(env, LocalEnvironment)
         if env.refresh().get("kubernetes") is None:
             start_for(env)
@@ -571,8 +533,6 @@ class LocalRegion:
 
     def cloud(self, env: Any) -> AwsAccess:
         """The local cloud: the region as a VPC in a local AWS API, started on first use."""
-        from harness.providers.local.cloud.account import ensure_cloud
-
         assert isinstance(env, LocalEnvironment)
         return ensure_cloud(env)
 
@@ -619,8 +579,6 @@ class LocalRegion:
                 raise EnvironmentStateError(f"region did not become healthy: {e}{logs}") from None
             env.update(lambda st: [rec.update(bootstrapped=True) for rec in st["members"].values()])
             if self.spec.backups:
-                from harness.providers.local.backups import start_backups
-
                 start_backups(env)
             return env
         except BaseException:
@@ -670,8 +628,6 @@ class LocalRegion:
         token = f"{self.spec.name}-{int(time.time())}"
         serving = None
         if env.state["tls"]:
-            from harness.kube.pki import EtcdNames, generate_etcd_pki
-
             pki = generate_etcd_pki(Path(env.state["tls"]), EtcdNames(tuple(n.address for n in env.nodes)))
             serving = EtcdServingTls(pki.ca, pki.server_cert, pki.server_key, pki.ca, pki.peer_cert, pki.peer_key)
         for m in members:
@@ -701,16 +657,12 @@ class LocalRegion:
         Works from the state file, and also from namespace names alone when the state file is gone.
         Returns what it removed.
         """
-        from harness.providers.local.seed.kubernetes import keep_logs, stop_for
-
         state = read_state(self.path)
         removed: list[str] = stop_watchdogs(state)
         work = self.config.state_dir / self.spec.name
         # The cloud's reconciler first: it must not restart nodes while they are taken down. (Only
         # imported when there is a cloud: the region itself needs no third-party package.)
         if (state or {}).get("cloud") or (work / "cloud").exists():
-            from harness.providers.local.cloud.account import stop_cloud
-
             removed += stop_cloud(self.config, self.spec.name, state)
         removed += stop_for(self.config, self.spec.name, state)
         names = set(state.get("namespaces", []) if state else []) | {ns for ns in netns.list_netns() if self.names.owns(ns)}
