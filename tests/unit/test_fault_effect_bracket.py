@@ -10,9 +10,12 @@ import pytest
 
 from harness.config import Config
 from harness.errors import HarnessError
+from harness.judge import Inconclusive, ToleranceViolation
 from harness.faults import runner as runner_module
 from harness.faults.base import Injection
 from harness.faults.runner import FaultRunner
+from harness.probes.samples import Sample
+from harness.steps.checks import deposed_within
 from harness.steps.scenario import Outage
 from harness.timeline import Timeline
 
@@ -153,3 +156,22 @@ def test_an_outage_held_past_what_the_scenario_said_knows_by_how_much() -> None:
     outage.healed_at = outage.start + 0.01  # healed sooner than said (a step brought it back early)
     assert outage.held_over() == 0.0
     assert Outage([], 1.0, None, 0, healed_at=30.0).held_over() == 0.0  # no length said: no overrun
+
+
+def _deposed_at(at: float) -> list[Sample]:
+    """m0 led term 2 before; from `at` on m1 reports itself leader in term 3."""
+    return [Sample("witness", "m1", 0.5, 0.51, True, term=2, leader=1),
+            Sample("witness", "m1", at, at + 0.01, True, term=3, leader=2)]
+
+
+def test_a_deposition_later_than_the_bound_by_no_more_than_the_fault_was_held_over_is_inconclusive() -> None:
+    ids = {1: "m0", 2: "m1"}
+    said = Outage([], 0.0, "m0", 1, term_before=2, healed_at=5.0, lasts=5.0)  # held as long as it said
+    deposed_within(_deposed_at(5.0 + 9.0), ids, said, 10.0)  # within the bound: a pass
+    with pytest.raises(ToleranceViolation):
+        deposed_within(_deposed_at(5.0 + 11.0), ids, said, 10.0)  # nothing held over: a plain miss
+    held = Outage([], 0.0, "m0", 1, term_before=2, healed_at=8.0, lasts=5.0)  # steps held it 3 s longer
+    with pytest.raises(Inconclusive, match="held 3.000s longer"):
+        deposed_within(_deposed_at(8.0 + 12.0), ids, held, 10.0)
+    with pytest.raises(ToleranceViolation, match="deposed within 10 s"):
+        deposed_within(_deposed_at(8.0 + 13.5), ids, held, 10.0)  # later than the hold explains
