@@ -114,6 +114,8 @@ class EtcdClient:
         try:
             if self._conn is None:
                 self._conn = self._connection()
+            if self._conn.sock is None:  # new, or closed by the server's "Connection: close"
+                self._conn.timeout = max(self.connect_timeout, timeout or self.timeout)
                 self._conn.connect()
             self._conn.timeout = timeout or self.timeout
             self._conn.sock.settimeout(self._conn.timeout)
