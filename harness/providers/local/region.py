@@ -26,37 +26,26 @@ from harness.kube.binaries import KUBERNETES_VERSION
 from harness.kube.pki import EtcdNames, generate_etcd_pki
 from harness.processes import cmdline, log_tail, pid_alive, reap, signal_pid
 from harness.providers.base import LinkImpairment, TaskEndpoint
-from harness.providers.local import effects
-from harness.providers.local import members as member_ops
-from harness.providers.local.backups import restore_from_backups, sidecars, start_backups, stop_sidecar, take_snapshot
-from harness.providers.local.cloud.account import (
-    cloud_access, ensure_cloud, replace_terminated, requests_since, stop_cloud,
-)
-from harness.providers.local.cloud.backup_store import (
-    backup_store_cut_effect, compact_backups, cut_backup_store, ensure_store, restore_backup_store, store,
-)
+from harness.providers.local import effects, members as member_ops
 from harness.providers.local.core import EtcdMembers, Names, RegionRecord, plan
-from harness.providers.local.host import disks, powerloss_fs
-from harness.providers.local.host import etcd as etcdproc
+from harness.providers.local.host import disks, etcd as etcdproc, powerloss_fs
 from harness.providers.local.network.traffic_counters import zone_pair_bytes
-from harness.providers.local.seed.cloud_controller import (
-    load_balancer_endpoint, load_balancer_health, load_balancer_nodes, start_cloud_controller,
-)
 from harness.providers.local.seed.kubernetes import (
     STORAGE_CLASS, keep_logs, lb_address, restart_node_agents, restore_silenced, start_for, stop_for, sweep_cordons,
     volumes_root, wait_nodes_ready,
 )
-from harness.providers.local.seed.machines import (
-    NAMESPACE, machines, start_machine_controllers, stop_machine_controllers,
-)
 from harness.providers.local.seed.shoot import ShootEtcd
-from harness.providers.local.seed.task_executor import task_endpoint
 from harness.providers.state import read_state, state_path, stop_watchdogs, write_state
 from harness.topology import Member, Node, Seed
 from harness.wait import wait_for
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
+
+# The local cloud, the backups and the seed's machine controllers, cloud controller and task
+# executor are imported where they are used: they need botocore and yaml, which `harness
+# up/fault/heal/down` run without on the system's own Python (tests/integration/test_rootless.py),
+# as the kubernetes client, a second to import, waits for the one method that needs it.
 
 
 class LocalEnvironment(RegionRecord):
@@ -150,6 +139,8 @@ class LocalEnvironment(RegionRecord):
         one, stays mounted and empty): irreversible."""
         name = self.member(member).name
         if self.state.get("backups"):  # its pod is gone, and the backup sidecar with it
+            from harness.providers.local.backups import stop_sidecar
+
             # First: a sidecar that saw its member die would upload what it held as it lost
             # the lead, which a pod gone as a whole never does.
             stop_sidecar(self, name)
@@ -240,33 +231,53 @@ class LocalEnvironment(RegionRecord):
 
     # -- backups ([region] backups): harness.providers.local.backups ------------
     def backup_store(self) -> Any:
+        from harness.providers.local.cloud.backup_store import store
+
         return store(self)
 
     def seed_backup_store(self) -> Any:
+        from harness.providers.local.cloud.backup_store import ensure_store
+
         return ensure_store(self)
 
     def backup_sidecars(self) -> dict[str, dict[str, Any] | str]:
+        from harness.providers.local.backups import sidecars
+
         return sidecars(self)
 
     def take_snapshot(self, kind: str) -> dict[str, Any]:
+        from harness.providers.local.backups import take_snapshot
+
         return take_snapshot(self, kind)
 
     def compact_backups(self) -> dict[str, Any]:
+        from harness.providers.local.cloud.backup_store import compact_backups
+
         return compact_backups(self)
 
     def task_endpoint(self) -> TaskEndpoint:
+        from harness.providers.local.seed.task_executor import task_endpoint
+
         return task_endpoint(self)
 
     def restore_from_backups(self, progress: Callable[[str], None] | None = None, deltas: bool = True) -> dict[str, Any]:
+        from harness.providers.local.backups import restore_from_backups
+
         return restore_from_backups(self, self.restore_members, progress, deltas)
 
     def cut_backup_store(self, zones: list[str], run_id: str) -> dict[str, Any]:
+        from harness.providers.local.cloud.backup_store import cut_backup_store
+
         return cut_backup_store(self, zones, run_id)
 
     def backup_store_cut_effect(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        from harness.providers.local.cloud.backup_store import backup_store_cut_effect
+
         return backup_store_cut_effect(self, data)
 
     def restore_backup_store(self, data: dict[str, Any]) -> None:
+        from harness.providers.local.cloud.backup_store import restore_backup_store
+
         restore_backup_store(self, data)
 
     def pause_member(self, member: str) -> int | None:
@@ -359,13 +370,19 @@ class LocalEnvironment(RegionRecord):
 
     # -- the local cloud ----------------------------------------------------
     def start_machine_controllers(self, health_timeout_s: float, drain_timeout_s: float) -> str:
+        from harness.providers.local.seed.machines import start_machine_controllers
+
         return start_machine_controllers(self, health_timeout_s, drain_timeout_s)
 
     def stop_machine_controllers(self) -> list[str]:
+        from harness.providers.local.seed.machines import stop_machine_controllers
+
         return stop_machine_controllers(self)
 
     def machines(self) -> list[dict[str, Any]]:
-        from kubernetes import client as k8s  # a second to import: not at every CLI command's start
+        from kubernetes import client as k8s
+
+        from harness.providers.local.seed.machines import NAMESPACE, machines
 
         kube = self.kube()
         if kube is None:
@@ -373,30 +390,43 @@ class LocalEnvironment(RegionRecord):
         return machines(k8s.CustomObjectsApi(cluster.connect(kube)), NAMESPACE)
 
     def start_cloud_controller(self, version: str | None = None) -> dict[str, Any]:
+        from harness.providers.local.seed.cloud_controller import start_cloud_controller
+
         return start_cloud_controller(self, version)
 
     def load_balancer_nodes(self, namespace: str, service: str) -> list[str] | None:
+        from harness.providers.local.seed.cloud_controller import load_balancer_nodes
+
         return load_balancer_nodes(self, namespace, service)
 
     def load_balancer_endpoint(self, namespace: str, service: str) -> tuple[str, int, str | None] | None:
+        from harness.providers.local.seed.cloud_controller import load_balancer_endpoint
+
         return load_balancer_endpoint(self, namespace, service)
 
     def load_balancer_health(self, namespace: str, service: str) -> dict[str, str]:
+        from harness.providers.local.seed.cloud_controller import load_balancer_health
+
         return load_balancer_health(self, namespace, service)
 
     def replace_terminated_instance(self, instance_id: str) -> str | None:
         """Stands in for the machine controller the local cloud lacks (NodeInstances)."""
+        from harness.providers.local.cloud.account import replace_terminated
+
         nodes = [n for n, i in (self.refresh().get("cloud") or {}).get("instances", {}).items() if i == instance_id]
         replaced = replace_terminated(self, nodes)
         return next((new for _, new in replaced.values()), None)
 
     def cloud_requests(self, since: float = 0.0) -> list[dict[str, Any]]:
+        from harness.providers.local.cloud.account import requests_since
+
         return requests_since(self, since)
 
     def aws(self) -> AwsAccess | None:
         """The local cloud (moto) this region presents itself in, once `LocalRegion.cloud` started it."""
         if not (self.state.get("cloud") or {}).get("access"):
             return None  # no local cloud: nothing of boto3's is needed (or maybe even installed)
+        from harness.providers.local.cloud.account import cloud_access
 
         return cloud_access(self.state)
 
@@ -533,6 +563,8 @@ class LocalRegion:
 
     def cloud(self, env: Any) -> AwsAccess:
         """The local cloud: the region as a VPC in a local AWS API, started on first use."""
+        from harness.providers.local.cloud.account import ensure_cloud
+
         assert isinstance(env, LocalEnvironment)
         return ensure_cloud(env)
 
@@ -579,6 +611,8 @@ class LocalRegion:
                 raise EnvironmentStateError(f"region did not become healthy: {e}{logs}") from None
             env.update(lambda st: [rec.update(bootstrapped=True) for rec in st["members"].values()])
             if self.spec.backups:
+                from harness.providers.local.backups import start_backups
+
                 start_backups(env)
             return env
         except BaseException:
@@ -663,6 +697,8 @@ class LocalRegion:
         # The cloud's reconciler first: it must not restart nodes while they are taken down. (Only
         # imported when there is a cloud: the region itself needs no third-party package.)
         if (state or {}).get("cloud") or (work / "cloud").exists():
+            from harness.providers.local.cloud.account import stop_cloud
+
             removed += stop_cloud(self.config, self.spec.name, state)
         removed += stop_for(self.config, self.spec.name, state)
         names = set(state.get("namespaces", []) if state else []) | {ns for ns in netns.list_netns() if self.names.owns(ns)}
