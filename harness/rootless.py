@@ -15,6 +15,7 @@ import sys
 from typing import Sequence
 
 from harness.errors import PrerequisiteError
+from harness.processes import cmdline
 
 ENV_FLAG = "HARNESS_IN_USERNS"
 HOLDER_ENV = "HARNESS_HOLDER_PID"
@@ -78,13 +79,7 @@ def run_inside(holder: int, argv: Sequence[str]) -> int:
 
 
 def holder_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"sleep" in f.read()
-    except OSError:
-        return False
+    return bool(pid) and "sleep" in cmdline(pid)
 
 
 def reexec_if_needed(argv: Sequence[str], holder: int | None = None, keep_holder: bool = False) -> None:

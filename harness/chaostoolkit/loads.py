@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.processes import cmdline
 from harness.load.profiles import resolve
 from harness.load.runner import LoadRun, new_workdir, region_loads
 from harness.providers.base import Environment
@@ -84,11 +85,7 @@ def _kill_orphans(env: Environment) -> None:
     except (OSError, ValueError):
         return
     for pid in pids.values():
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"locust" in cmdline:  # still the load we started, not a recycled pid
+        if "locust" in cmdline(pid):  # still the load we started, not a recycled pid
             try:
                 os.killpg(int(pid), signal.SIGKILL)
             except ProcessLookupError:

@@ -38,6 +38,7 @@ from typing import Any
 from harness import gobuild
 from harness.errors import EnvironmentStateError, PrerequisiteError
 from harness.gobuild import Progress
+from harness.processes import cmdline, process_state
 
 MODULE_DIR = Path(__file__).resolve().parent / "powerloss_fs"
 BINARY_NAME = "powerloss-fs"
@@ -95,12 +96,8 @@ def unmount(mount: Path) -> None:
 
 def _is_helper(pid: int) -> bool:
     """Whether `pid` is a live (not zombie) powerloss-fs: signals go to nothing else."""
-    try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return os.path.basename(argv0) == BINARY_NAME.encode() and state != "Z"
+    return (os.path.basename(cmdline(pid).split(" ", 1)[0]) == BINARY_NAME
+            and process_state(pid) not in ("", "Z"))
 
 
 def exited(pid: int) -> bool:
