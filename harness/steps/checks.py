@@ -180,8 +180,8 @@ def deposed_within(samples: list[Sample], member_ids: dict[int, str], outage: Ou
     if gone is not None:
         judge.resolved(gone.end - healed - limit, 0.0, what, f"seen {gone.end - healed:.3f}s after the return",
                        held_over=held_over)
-    judge.holds(gone is not None and gone.end <= healed + limit, what,
-                seen=gone or sorted({(s.term, lead.named(s.leader, member_ids)) for s in lead.reports(samples, healed, end)}))
+    seen = gone or sorted({(s.term, lead.named(s.leader, member_ids)) for s in lead.reports(samples, healed, end)})
+    judge.holds(gone is not None and gone.end <= healed + limit, what, seen=seen)
 
 
 @then("a leader exists in a surviving zone")

@@ -174,6 +174,7 @@ def run_scenario(cp: ControlPlane, core: k8s.CoreV1Api, apps: k8s.AppsV1Api, tmp
         assert podgc.poll() is None, log.read_text()
         cp.silence_zone(DEAD)
         silenced = time.monotonic()
+
         def evicted() -> dict[str, k8s.V1Pod] | None:
             pods = {uid: p for uid, p in by_uid(core).items() if p.spec.node_name in dead_nodes}
             ok = len(pods) == len(dead_nodes) + 1 and all(p.metadata.deletion_timestamp for p in pods.values())
