@@ -77,9 +77,8 @@ class KubeEtcd(EtcdView):
 
     def client(self, member: str, via_zone: str | None = None, timeout: float | None = None) -> EtcdClient:
         """A client of one member, from `via_zone`'s vantage point or (None) from outside every zone."""
-        timeout = timeout or self.config.timeouts.status_request
-        return EtcdClient(self.client_url(member, via_zone), None, timeout, self.tls,
-                          connect_timeout=max(timeout, self.config.timeouts.forward_open))
+        return EtcdClient(self.client_url(member, via_zone), None, timeout or self.config.timeouts.status_request,
+                          self.tls, connect_timeout=self.config.timeouts.forward_open)
 
     def reach(self, zone: str | None, host: str, port: int) -> tuple[str, int, str | None]:
         """Outside every zone: `host:port` itself; from a zone: a local forward through its vantage pod."""
