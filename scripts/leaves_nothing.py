@@ -6,7 +6,8 @@ repository and ~/.cache: CI runners and laptops run the suite again and again.
 
 The command gets a temporary directory of its own (TMPDIR; pytest's scratch, pytest-of-*, goes
 there too and is removed with it). Afterwards it must hold nothing else, no network namespace
-may be new, and no file may be new under the harness's state and data directories. After a
+may be new, no file may be new under the harness's state and data directories, and no cgroup of
+a region (ha-harness-*) may be new. After a
 failed command its temporary directory is kept for reading and only the rest is checked.
 Standard library only: it runs before and around everything else.
 """
@@ -45,6 +46,23 @@ def harness_files(patterns: tuple[str, ...] = HARNESS_DIRS) -> set[str]:
     return found
 
 
+def cgroup_root(mounts: str = "/proc/self/mounts") -> str | None:
+    """Where the cgroup2 hierarchy is mounted (a region's group is made there)."""
+    try:
+        with open(mounts) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[2] == "cgroup2":
+                    return parts[1]
+    except OSError:
+        pass
+    return None
+
+
+def cgroups(root: str | None) -> set[str]:
+    return set(glob.glob(os.path.join(root, "ha-harness-*"))) if root else set()
+
+
 def left_in(tmp: Path) -> list[str]:
     """What is in the command's temporary directory but pytest's own scratch."""
     return sorted(str(p) for p in tmp.iterdir() if not p.name.startswith(PYTEST_SCRATCH))
@@ -61,14 +79,17 @@ def _wait(child: subprocess.Popen[bytes]) -> int:
             continue
 
 
-def run(command: list[str], patterns: tuple[str, ...] = HARNESS_DIRS) -> int:
-    namespaces, files = netns(), harness_files(patterns)
+def run(command: list[str], patterns: tuple[str, ...] = HARNESS_DIRS, groups_in: str | None = None) -> int:
+    """`groups_in`: where regions' cgroups are looked for (the cgroup2 mount when not given)."""
+    groups_in = groups_in or cgroup_root()
+    namespaces, files, groups = netns(), harness_files(patterns), cgroups(groups_in)
     # A short name: unix sockets under pytest's scratch in it stay within their 108 bytes.
     tmp = Path(tempfile.mkdtemp(prefix="hh-run-"))
     tmp.chmod(0o1777)  # as /tmp: the rootless tests' user writes here too
     status = _wait(subprocess.Popen(command, env={**os.environ, "TMPDIR": str(tmp)}))
     left = [f"network namespace {ns}" for ns in sorted(netns() - namespaces)]
     left += [f"file {f}" for f in sorted(harness_files(patterns) - files)]
+    left += [f"cgroup {g}" for g in sorted(cgroups(groups_in) - groups)]
     if status != 0:
         print(f"leaves-nothing: the command failed; its temporary files are kept in {tmp}", file=sys.stderr)
     else:

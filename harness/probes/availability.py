@@ -22,7 +22,7 @@ from typing import Any
 from harness.errors import ConfigError
 from harness.etcd_gateway import EtcdRequestError
 from harness.probes.samples import Sample
-from harness.providers.base import EtcdCluster
+from harness.providers.base import EtcdCluster, MemberCpuWaits
 from harness.timeline import Timeline
 
 MAX_INTERVAL = 0.020
@@ -31,6 +31,9 @@ MAX_INTERVAL = 0.020
 # latency or a gap measured across it may be the harness's, not etcd's ("stall" samples).
 CANARY_TICK = 0.005
 STALL_MIN = 0.002
+# Where the members run on this machine (MemberCpuWaits), how long they waited for a CPU is read
+# this often ("cpu-wait" samples): a write is excused at most the waits of the stretches it spans.
+CPU_WAIT_INTERVAL = 0.010
 # Each witness request costs the member about what a status request does (0.5 ms of etcd's CPU
 # here): at 50 ms on top of the probe's own, the reference control plane on a 2-core seed missed
 # its readiness bounds in 2 of 2 runs (0 of 2 at 200 ms).
@@ -131,6 +134,9 @@ class AvailabilityProbe:
             for m in self.env.members
         ]
         self._threads.append(threading.Thread(target=self._canary_loop, name="probe-canary", daemon=True))
+        if isinstance(self.env, MemberCpuWaits):
+            self._threads.append(threading.Thread(target=self._cpu_wait_loop, args=(self.env,), name="probe-cpu-wait",
+                                                  daemon=True))
         for t in self._threads:
             t.start()
         self.timeline.mark("probe", "start", via_zone=self.via_zone, interval=self.interval, value_size=self.value_size)
@@ -205,6 +211,21 @@ class AvailabilityProbe:
             woke = self.timeline.now()
             if woke - due >= STALL_MIN:
                 record(Sample("stall", "harness", due, woke, False))
+
+    def _cpu_wait_loop(self, env: MemberCpuWaits) -> None:
+        """How long the members waited for a CPU in each stretch: a write slowed by no more than
+        that may have been slowed by the machine, not by etcd."""
+        record = self.history.samples.append
+        before, since = env.members_cpu_waited(), self.timeline.now()
+        if before is None:
+            return  # the machine keeps no count: the writes are judged without it
+        while not self._stop.wait(CPU_WAIT_INTERVAL):
+            now, at = env.members_cpu_waited(), self.timeline.now()
+            if now is None:
+                return
+            if now > before:
+                record(Sample("cpu-wait", "members", since, at, True, waited=now - before))
+            before, since = now, at
 
     def _witness_loop(self, member: str) -> None:
         """The member's raft state through the harness's own view of it ("witness" samples: the

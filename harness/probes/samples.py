@@ -11,6 +11,7 @@ class Sample:
     # the member applied) | "witness" (the member's raft state through the harness's own view of it,
     # its own zone: its current term, the leader it follows) | "health" (its /health, when asked for)
     # | "stall" (the harness itself could not run from start to end: its canary woke that late)
+    # | "cpu-wait" (how long, from start to end, at least one member's thread waited for a CPU)
     kind: str
     member: str  # member that answered (write: the endpoint tried)
     start: float
@@ -21,3 +22,4 @@ class Sample:
     leader: int | None = None  # status, witness: leader id as this member sees it
     term: int | None = None  # status: the term of the last entry applied; witness: the current term
     error: str | None = None
+    waited: float | None = None  # cpu-wait: seconds

@@ -391,6 +391,16 @@ class BackupStoreNetwork(Protocol):
 
 
 @runtime_checkable
+class MemberCpuWaits(Protocol):
+    """Environments whose members run as processes on the harness's own machine, where the kernel
+    counts how long they waited for a CPU: a latency the machine made long is told from etcd's own."""
+
+    def members_cpu_waited(self) -> float | None:
+        """Seconds so far in which at least one of the members' threads was ready to run but waited
+        for a CPU; None where the machine keeps no such count."""
+
+
+@runtime_checkable
 class MemberFailpoints(Protocol):
     """Environments whose members were built with etcd's gofail failpoints and serve them."""
 

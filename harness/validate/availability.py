@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -31,6 +32,13 @@ def stalled(samples: Iterable[Sample], start: float, end: float) -> float:
     """Seconds of [start, end] in which the harness itself stalled (its canary's "stall" samples):
     a latency or a gap measured across them may be the harness's, not the system's."""
     return sum(max(0.0, min(end, s.end) - max(start, s.start)) for s in samples if s.kind == "stall")
+
+
+def cpu_waited(samples: Iterable[Sample], start: float, end: float) -> float:
+    """At most how long the members waited for a CPU within [start, end] ("cpu-wait" samples: a
+    stretch's wait may lie anywhere in it, so each counts up to its overlap with the window)."""
+    return sum(min(s.waited or 0.0, max(0.0, min(end, s.end) - max(start, s.start)))
+               for s in samples if s.kind == "cpu-wait")
 
 
 def write_resumed_unseen(samples: Iterable[Sample], acked_at: float, since: float) -> float:
@@ -104,8 +112,9 @@ class Latency:
     writes: int
     failed: int
     low: float = float("inf")  # seconds; the percentile with every failed write counted as the fastest
-    # seconds; `value` with each acknowledged write's latency less the harness's own stalls across it
-    unstalled: float = float("inf")
+    # seconds; `value` with each acknowledged write's latency less what the machine held it up by:
+    # the harness's own stalls and the members' waits for a CPU across it
+    unhindered: float = float("inf")
 
     def describe(self, measured: bool = False) -> str:
         """`measured`: as a lower bound is judged, from the measured latencies alone."""
@@ -116,6 +125,21 @@ class Latency:
         if measured and self.low < self.value:
             shown += f" measured (unmeasured: the failed writes; {shown_(self.value)} had they been the slowest)"
         return f"p{self.quantile * 100:g} {shown} over {self.writes} writes ({self.failed} failed)"
+
+
+class _Hindrances:
+    """What the machine held things up by: the harness's own stalls and the members' waits for a
+    CPU, looked up by time (a window's among thousands of writes without a pass over all)."""
+
+    def __init__(self, samples: list[Sample]) -> None:
+        self.stretches = sorted((s for s in samples if s.kind in ("stall", "cpu-wait")), key=lambda s: s.start)
+        self.starts = [s.start for s in self.stretches]
+        self.longest = max((s.end - s.start for s in self.stretches), default=0.0)
+
+    def within(self, start: float, end: float) -> float:
+        """At most how long [start, end] was held up (stalled() plus cpu_waited())."""
+        near = self.stretches[bisect.bisect_left(self.starts, start - self.longest):bisect.bisect_left(self.starts, end)]
+        return stalled(near, start, end) + cpu_waited(near, start, end)
 
 
 def write_latency(samples: Iterable[Sample], start: float, end: float, quantile: float) -> Latency:
@@ -135,11 +159,11 @@ def write_latency(samples: Iterable[Sample], start: float, end: float, quantile:
     rank = int(max(1, -(-len(begun) * quantile // 1)))  # nearest rank: ceil(q * n)
     slowest = sorted(s.end - s.start if s.ok else float("inf") for s in begun)
     fastest = sorted(s.end - s.start if s.ok else 0.0 for s in begun)
-    stalls = [s for s in samples if s.kind == "stall"]
-    unstalled = sorted(max(0.0, s.end - s.start - stalled(stalls, s.start, s.end)) if s.ok else float("inf")
-                       for s in begun)
+    hindered = _Hindrances(samples)
+    unhindered = sorted(max(0.0, s.end - s.start - hindered.within(s.start, s.end)) if s.ok else float("inf")
+                        for s in begun)
     failed = sum(not s.ok for s in begun)
-    return Latency(quantile, slowest[rank - 1], len(begun), failed, fastest[rank - 1], unstalled[rank - 1])
+    return Latency(quantile, slowest[rank - 1], len(begun), failed, fastest[rank - 1], unhindered[rank - 1])
 
 
 def write_p99_bounded(samples: Iterable[Sample], start: float, seen: float, end: float, how: str) -> Latency:

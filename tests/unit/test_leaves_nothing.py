@@ -52,6 +52,24 @@ def test_a_temporary_file_or_a_harness_file_left_fails_and_is_named(harness_dirs
     assert "kept.json" not in err
 
 
+def test_a_regions_cgroup_left_fails_and_is_named(tmp_path: Path, harness_dirs: tuple[str, ...],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cgroup").mkdir()
+    (tmp_path / "cgroup" / "ha-harness-old").mkdir()  # there before: not the run's
+    assert leaves_nothing.run(sh(f'mkdir "{tmp_path}/cgroup/ha-harness-r1" "{tmp_path}/cgroup/other"'), harness_dirs,
+                              str(tmp_path / "cgroup")) == 1
+    err = capsys.readouterr().err
+    assert "1 thing(s) left behind" in err and f"cgroup {tmp_path}/cgroup/ha-harness-r1" in err
+
+
+def test_the_cgroup2_mount_is_found_beside_cgroup_v1(tmp_path: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text("cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\ncgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n")
+    assert leaves_nothing.cgroup_root(str(mounts)) == "/sys/fs/cgroup/unified"
+    mounts.write_text("cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n")
+    assert leaves_nothing.cgroup_root(str(mounts)) is None
+
+
 def test_a_failed_command_keeps_its_temporary_files_and_its_status(harness_dirs: tuple[str, ...],
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert leaves_nothing.run(sh('touch "$TMPDIR/evidence" && exit 3'), harness_dirs) == 3

@@ -257,7 +257,23 @@ def test_a_bound_missed_within_the_harnesss_own_stalls_is_inconclusive_never_a_p
     # A write slow only across a stall: its latency less the stall is the system's at most.
     writes = [w(i * 0.01, i * 0.01 + 0.002) for i in range(49)] + [w(0.99, 1.29)]
     p99 = av.write_latency(writes + stalls, 0.0, 1.0, 0.99)
-    assert p99.value == pytest.approx(0.3) and p99.unstalled == pytest.approx(0.01)
+    assert p99.value == pytest.approx(0.3) and p99.unhindered == pytest.approx(0.01)
+
+
+def test_a_write_is_excused_at_most_the_members_waits_for_a_cpu_across_it() -> None:
+    """A stretch's wait may lie anywhere in it: it counts up to the stretch's overlap with the write."""
+    waits = [Sample("cpu-wait", "members", 1.00, 1.01, True, waited=0.004),
+             Sample("cpu-wait", "members", 1.01, 1.02, True, waited=0.010),
+             Sample("cpu-wait", "members", 1.02, 1.03, True, waited=0.002)]
+    assert av.cpu_waited(waits, 1.0, 1.03) == pytest.approx(0.016)
+    assert av.cpu_waited(waits, 1.005, 1.015) == pytest.approx(0.004 + 0.005)  # each up to its overlap
+    assert av.cpu_waited(waits, 2.0, 3.0) == 0.0
+    writes = [w(i * 0.02, i * 0.02 + 0.002) for i in range(49)] + [w(1.0, 1.03)]
+    stall = Sample("stall", "harness", 1.025, 1.028, False)
+    p99 = av.write_latency(writes + waits + [stall], 0.0, 1.0, 0.99)
+    assert p99.value == pytest.approx(0.03) and p99.unhindered == pytest.approx(0.03 - 0.016 - 0.003)
+    failed = av.write_latency([w(1.0, 1.03, ok=False), *waits], 0.0, 1.1, 0.99)
+    assert failed.unhindered == float("inf")  # a failed write has no latency to take waits from
 
 
 def test_what_a_members_status_requests_saw_since_its_return() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from harness import netns
 from harness.errors import ConfigError, EnvironmentStateError, HarnessError
 from harness.processes import pid_alive, reap, signal_pid
-from harness.providers.local.host import etcd as etcdproc
+from harness.providers.local.host import cpu_group, etcd as etcdproc
 from harness.providers.local.host import powerloss_fs
 from harness.providers.local.core import RegionRecord
 
@@ -56,6 +56,8 @@ def start_member(env: RegionRecord, member: str, joining: bool = False) -> int:
         raise EnvironmentStateError(f"{member}'s data is gone (its volume was lost): restore the cluster from "
                                     "its backups (restore_from_backups) rather than start it empty")
     pid = etcdproc.start_member(rec["ns"], rec["args"], Path(rec["log"]))
+    if env.state.get("cpu_group"):  # its waits for a CPU counted with the others' (MemberCpuWaits)
+        cpu_group.join(Path(env.state["cpu_group"]), pid)
     env.update(lambda st: st["members"][member].update(pid=pid))
     if env.state.get("backups"):  # a member's pod comes back with its backup sidecar
         from harness.providers.local.backups import start_sidecar

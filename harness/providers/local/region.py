@@ -28,7 +28,7 @@ from harness.processes import cmdline, log_tail, pid_alive, reap, signal_pid
 from harness.providers.base import LinkImpairment, TaskEndpoint
 from harness.providers.local import effects, members as member_ops
 from harness.providers.local.core import EtcdMembers, Names, RegionRecord, plan
-from harness.providers.local.host import disks, etcd as etcdproc, powerloss_fs
+from harness.providers.local.host import cpu_group, disks, etcd as etcdproc, powerloss_fs
 from harness.providers.local.network.traffic_counters import zone_pair_bytes
 from harness.providers.local.seed.kubernetes import (
     STORAGE_CLASS, keep_logs, lb_address, restart_node_agents, restore_silenced, start_for, stop_for, sweep_cordons,
@@ -104,6 +104,10 @@ class LocalEnvironment(RegionRecord):
 
     def member_running(self, member: str) -> bool:
         return member_ops.member_running(self, member)
+
+    def members_cpu_waited(self) -> float | None:
+        group = self.state.get("cpu_group")
+        return cpu_group.waited(Path(group)) if group else None
 
     def kill_member(self, member: str) -> int | None:
         return member_ops.kill_member(self, member)
@@ -600,6 +604,8 @@ class LocalRegion:
         # Record before creating anything: a crash mid-way must still be cleanable.
         write_state(self.path, state)
         try:
+            group = cpu_group.create(self.spec.name)
+            state["cpu_group"] = str(group) if group else None
             self._build_network(nodes, state)
             env = LocalEnvironment(self.config, state)
             self._start_members(env, binary, members, data_root, log_root)
@@ -721,6 +727,9 @@ class LocalRegion:
             if signal_pid(pid, signal.SIGKILL):
                 reap(pid, 2.0)
                 removed.append(f"powerloss-fs process {pid}")
+        group = cpu_group.remove(self.spec.name)  # its members are gone: it is empty
+        if group:
+            removed.append(group)
         for ns in sorted(names):
             # Deleting a namespace drops its interfaces and its nftables tables with it.
             netns.run(["ip", "netns", "del", ns], check=False, timeout=self.config.timeouts.command)
