@@ -10,6 +10,7 @@ evidence: never more leniently.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 PREFIX = "ha-harness-"
@@ -64,16 +65,23 @@ def waited(group: Path) -> float | None:
         return None
 
 
-def remove(region: str) -> str | None:
-    """The region's group gone (any process still in it moved to the root first); what was done,
-    None when there was no group."""
+def remove(region: str, timeout: float = 5.0) -> str | None:
+    """The region's group gone, what was done (None when there was no group). Whatever is still in
+    it is moved to the root; a process just killed leaves it only once it is reaped, so the group
+    is tried again until `timeout`."""
     group = path_for(region)
     if group is None or not group.is_dir():
         return None
-    try:
-        for pid in (group / "cgroup.procs").read_text().split():
-            join(group.parent, int(pid))
-        group.rmdir()
-    except OSError as e:
-        return f"cgroup {group} (not removed: {e})"
-    return f"cgroup {group}"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            for pid in (group / "cgroup.procs").read_text().split():
+                join(group.parent, int(pid))
+            group.rmdir()
+            return f"cgroup {group}"
+        except FileNotFoundError:
+            return f"cgroup {group}"
+        except OSError as e:
+            if time.monotonic() > deadline:
+                return f"cgroup {group} (not removed: {e})"
+        time.sleep(0.05)
