@@ -1,7 +1,7 @@
 """Where `make run`'s minutes go: `harness run` with each line of its output stamped, split into
-phases by its own lines (the region and the seed up, the reference deployed, each zone from "goes
-down" to the next, the teardown from the report to the exit), the longest progress waits of each
-phase named.
+phases by its own lines (the region and the seed up until the first step, the reference deployed,
+each zone from its "goes down" step to its verdict, what lies between the zones' scenarios, the
+teardown to the exit), the longest progress waits of each phase named.
 
     python benchmarks/make_run_phases.py [--runs N] [-- HARNESS-RUN-ARGS...]
 
@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ZONE = re.compile(r"^\[harness\] zone (?P<zone>\S+) goes down")
+STEP = re.compile(r"^\[harness run\] (?P<zone>\S+): (?P<step>.+)")
+VERDICT = re.compile(r"^  (?P<zone>\S+) -> ")
 WAIT = re.compile(r"^\[\w+\] waiting for (?P<what>.+?): (?P<seconds>\d+)s of \d+s")
 
 
@@ -36,14 +37,18 @@ def stamped(command: list[str]) -> tuple[list[tuple[float, str]], int]:
 def phases(lines: list[tuple[float, str]]) -> list[tuple[str, float, float]]:
     """(phase, start, end) seconds: each phase ends where the next begins."""
     cuts: list[tuple[str, float]] = [("region and seed up", 0.0)]
+    deploying = False
     for at, line in lines:
-        zone = ZONE.match(line)
-        if line.startswith("[harness] deploying the reference"):
+        step, verdict = STEP.match(line), VERDICT.match(line)
+        if step and "runs for real" in step["step"] and not deploying:
             cuts.append(("reference deployed", at))
-        elif zone:
-            cuts.append((f"zone {zone['zone']} down and back", at))
-        elif line.startswith("report: "):
-            cuts.append(("teardown", at))
+            deploying = True
+        elif step and deploying and cuts[-1][0] == "reference deployed":
+            cuts.append(("probes start, pods before", at))
+        elif step and step["step"].startswith(f'When zone "{step["zone"]}" goes down'):
+            cuts.append((f"zone {step['zone']} down and back", at))
+        elif verdict:
+            cuts.append(("after a zone: next scenario or teardown", at))
     return [(name, start, nxt) for (name, start), (_, nxt) in zip(cuts, cuts[1:] + [("", lines[-1][0])])]
 
 

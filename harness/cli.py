@@ -102,11 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     fault.add_argument("--max-duration", type=float, default=None,
                        help="seconds after which the fault heals itself, even if the harness is gone (default: "
                             "timeouts.fault_max_duration, 900)")
-    run = sub.add_parser("run", help="the chaos job: GEP-20's zone outage on the reference control plane running for "
-                                     "real, each zone in turn; prints the tables and figures, writes a report")
+    run = sub.add_parser("run", help="the chaos job: features/gep20.feature's zone outage on the reference control "
+                                     "plane running for real, each zone in turn, through pytest in a region of its own; "
+                                     "prints the tables and figures its steps recorded, writes the report")
     run.add_argument("--form", choices=FORMS, default="gep20", help="scheduling form of the reference (default gep20)")
     run.add_argument("--zone", action="append", default=None, help="take only this zone down (repeatable; default: every zone)")
-    run.add_argument("--report", type=Path, default=None, help="JSON report path (default: reports/chaos-run.json)")
+    run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments (after --)")
     for name, help_ in (("render", "print the reference HA control plane as YAML"),
                         ("deploy", "apply the reference HA control plane, wait for the scheduler, print where its pods went")):
         cmd = sub.add_parser(name, help=help_)
@@ -372,6 +373,36 @@ def _nightly(config: Config, args: argparse.Namespace) -> int:
     return result.status or (1 if contrary else 0)
 
 
+def _chaos_job(config: Config, args: argparse.Namespace) -> int:
+    """features/gep20.feature's zone outage scenario for each zone, through pytest (harness.chaos_job
+    picks the examples and prints what they recorded)."""
+    import subprocess
+
+    from harness.report.runs import new_run_id
+
+    if config.provider.name != "local":
+        raise HarnessError(f"the chaos job runs the reference for real on the local seed: the local provider only, "
+                           f"not {config.provider.name}")
+    features = Path(__file__).resolve().parents[1] / "features"
+    if not (features / "gep20.feature").is_file():
+        raise HarnessError(f"`harness run` runs the repository's features/gep20.feature, not found in {features}: run it "
+                           "from a clone of the harness (pip install -e)")
+    region = LocalRegion(config)
+    if region.path.exists():
+        raise HarnessError(f"region {config.region.name!r} is up; the chaos job brings up a region of its own under "
+                           f"that name: take it down first (harness down) or give the job another (harness --name NAME run)")
+    run_id = new_run_id()
+    cmd = [sys.executable, "-m", "pytest", str(features / "test_features.py"), "-p", "harness.chaos_job",
+           "--chaos-form", args.form, *[a for z in args.zone or () for a in ("--chaos-zone", z)],
+           "--region-name", config.region.name, "--provider", "local", "--harness-report", "--harness-run-id", run_id,
+           *(["--harness-config", str(args.config)] if args.config else []), "-q", "--no-header",
+           *[a for a in args.pytest_args if a != "--"]]
+    print(f"harness run: {' '.join(cmd)}", flush=True)
+    code = subprocess.call(cmd)
+    print(f"harness run: report {config.reports_dir / run_id / 'index.html'} (pytest exit status {code})")
+    return code
+
+
 def _explore(config: Config, args: argparse.Namespace) -> int:
     import random
 
@@ -396,6 +427,8 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         return _report(config, args)
     if args.command == "nightly":
         return _nightly(config, args)
+    if args.command == "run":
+        return _chaos_job(config, args)
     if args.command == "explore":
         return _explore(config, args)
     if args.command == "conventions":
@@ -409,20 +442,6 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         removed = take_down(provider)
         print(f"removed {len(removed)} item(s)" + "".join(f"\n  {r}" for r in removed) if removed else "nothing to remove")
         return 0
-    if args.command == "run":
-        from harness.chaos_run import run_all
-
-        if not isinstance(provider, LocalRegion):
-            raise HarnessError(f"the chaos job runs on the local provider only (it runs the reference for real); not on {provider.name}")
-        report = args.report or config.reports_dir / "chaos-run.json"
-        if provider.path.exists():
-            env = provider.attach()
-            return run_all(env, provider.seed(env), report, args.form, args.zone)
-        try:
-            env = provider.up()
-            return run_all(env, provider.seed(env), report, args.form, args.zone)
-        finally:
-            provider.down()
     if args.command in ("load", "measure"):
         if not isinstance(provider, LocalRegion):
             raise HarnessError(f"`harness {args.command}` drives the local region's etcd; not the {provider.name} provider")

@@ -116,15 +116,3 @@ def holds(condition: bool, what: str, seen: Any = None) -> None:
     __tracebackhide__ = True
     if not condition:
         raise ToleranceViolation(f"{what}; seen: {seen!r}")
-
-
-def broken(*checks: Callable[[], object]) -> list[str]:
-    """Run every check and return the messages of those that failed: for a job that reports all
-    its broken promises at once (the chaos job) with the same judgements the Then-steps make."""
-    failed = []
-    for check in checks:
-        try:
-            check()
-        except ToleranceViolation as e:
-            failed.append(str(e))
-    return failed

@@ -711,14 +711,25 @@ def pytest_keyboard_interrupt() -> None:
 
 
 @pytest.fixture
-def faults(env: Environment, timeline: Timeline) -> Iterator[FaultRunner]:
+def faults(env: Environment, timeline: Timeline, request: pytest.FixtureRequest) -> Iterator[FaultRunner]:
     runner = FaultRunner(env, timeline)
     try:
         yield runner
     finally:
         # Interrupted: heal every fault at once, but do not wait for the region to recover (a
-        # member cut off rejoins up to half a minute later); the session is ending anyway.
-        runner.heal(wait=not _INTERRUPTED)
+        # member cut off rejoins up to half a minute later); the session is ending anyway. Nor
+        # when a shoot's etcd was under test and nothing was left to heal: the region's own etcd
+        # was a bystander, and the next fault waits for its health anyway.
+        runner.heal(wait=not _INTERRUPTED and not (not runner.active and _shoot_under_test(request, env)))
+
+
+def _shoot_under_test(request: pytest.FixtureRequest, env: Environment) -> bool:
+    """A shoot's etcd was the scenario's etcd under test, beside the environment's own."""
+    try:
+        etcd = request.getfixturevalue("etcd")
+    except Exception:  # the lookup failed at teardown: the region's health is awaited, as by default
+        return False
+    return etcd is not env and bool(env.members)
 
 
 @pytest.fixture

@@ -43,11 +43,16 @@ class ActiveFault:
 
     @property
     def effective_after(self) -> float:
-        """The earliest it may have taken effect: when the last look that did not see it began,
-        else when it recorded its first change, else when it was asked for. A bound counted from the effect is judged from here, so an effect
-        seen late (the AWS API path: 0.8-1.2 s) does not flatter it."""
-        data = self.event.data
-        return float(data.get("effective_after", data.get("changing_from", self.event.start)))
+        """The earliest it may have taken effect (effect_began)."""
+        return effect_began(self.event)
+
+
+def effect_began(event: Event) -> float:
+    """The earliest a fault (its timeline event) may have taken effect: when the last look that did
+    not see it began, else when it recorded its first change, else when it was asked for. A bound
+    counted from the effect is judged from here, so an effect seen late (the AWS API path: 0.8-1.2
+    s) does not flatter it."""
+    return float(event.data.get("effective_after", event.data.get("changing_from", event.start)))
 
 
 EFFECT_POLL = 0.005  # seconds between looks at a fault's effect

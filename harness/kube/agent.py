@@ -55,6 +55,9 @@ PKI_SECRET = "ha-harness-shoot-pki"
 REQUEST_TIMEOUT = 2.0
 # The reference pods' termination grace period (harness.reference.render) bounds a stop anyway.
 STOP_GRACE_S = 5.0
+# A pod gone from the API (deleted with grace 0: an undeploy, the pod garbage collection's force
+# deletion after an outage) gets what a kubelet gives it: its minimum grace, 2 s.
+FORCED_GRACE_S = 2.0
 # etcd-main's backup sidecar (seed 003) in the member's pod: a container of this name runs
 # harness.backup.sidecar with its args, beside the member, on the member's address.
 BACKUP_CONTAINER = "backup-restore"
@@ -181,7 +184,8 @@ class Agent:
             # Deleted while we could not see it (a cut zone, or force-deleted): a kubelet stops it.
             self.log(f"pod {self.running[uid].namespace}/{self.running[uid].name} is gone; stopping it")
         deleting = [p for p in pods if p.metadata.deletion_timestamp is not None]
-        self.stop_all(gone + [p.metadata.uid for p in deleting if p.metadata.uid in self.running])
+        self.stop_all(gone, grace_s=FORCED_GRACE_S)
+        self.stop_all([p.metadata.uid for p in deleting if p.metadata.uid in self.running])
         for pod in deleting:
             self._confirm_deletion(pod)
         for pod in pods:

@@ -129,6 +129,20 @@ def _ready(p: PodPlacement) -> str:
     return "yes" if p.ready else "no"
 
 
+def nodes_table(views: Iterable[cluster.NodeView]) -> str:
+    """`kubectl get nodes` with zones, as GEP-20's appendix shows them."""
+    rows = [("NAME", "STATUS", "ZONE")]
+    for v in sorted(views, key=lambda v: (v.zone or "", v.name)):
+        rows.append((v.name, "Ready" if v.ready else "NotReady", v.zone or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def records(pods: Iterable[PodPlacement]) -> list[dict[str, Any]]:
+    """The pods as a timeline's "placement" events keep them (the report's placement table)."""
+    return [{"pod": p.name, "component": p.component, "zone": p.zone, "node": p.node, "phase": p.phase} for p in pods]
+
+
 def table(pods: Iterable[PodPlacement]) -> str:
     """Pods by component, zone, node and phase, as a person reads `kubectl get pods -o wide`."""
     pods = list(pods)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from harness.config import Config
+from harness.kube import placement
 from harness.probes.availability import AvailabilityProbe, ProbeHistory
 from harness.providers.base import EtcdCluster
 from harness.timeline import Timeline
@@ -47,8 +48,7 @@ class Shoots:
         self.deployed.append((seed, spec.namespace))
         placed = deploy(seed, spec, self.config.timeouts.deploy, backup_store)
         if self.timeline is not None:  # the placement table, for the report
-            self.timeline.mark("placement", spec.namespace, pods=[
-                {"pod": p.name, "component": p.component, "zone": p.zone, "node": p.node, "phase": p.phase} for p in placed])
+            self.timeline.mark("placement", spec.namespace, pods=placement.records(placed))
         self.shoots.append(Shoot(seed, spec, placed))
         return self.shoots[-1]
 

@@ -15,9 +15,20 @@ from harness.topology import Seed
 from harness.components import component
 from harness.reference.render import ReferenceSpec
 from harness.steps.region import zone_names
-from harness.steps.scenario import Shoot
+from harness.steps.scenario import Shoot, last_fault, mark_first_held
+from harness.timeline import Timeline
 from harness.wait import poll_within
 from harness.steps.holders import Shoots
+
+
+def record_pods(shoot: Shoot, timeline: Timeline, name: str, pods: list[placement.PodPlacement]) -> None:
+    """What a step saw of the control plane, as GEP-20's appendix shows it: the pods, then the
+    seed's nodes with their zones (a "placement" event: the report's table, `harness run`'s)."""
+    try:
+        nodes = "\n\n" + placement.nodes_table(cluster.node_views(cluster.connect(shoot.seed.kube)))
+    except Exception as e:  # the pods are what the step judged; the nodes only go with them
+        nodes = f"\n\n(the seed's nodes could not be read: {e})"
+    timeline.mark("placement", name, pods=placement.records(pods), table=placement.table(pods) + nodes)
 
 
 def _pods(shoot: Shoot, name: str) -> list[placement.PodPlacement]:
@@ -139,21 +150,28 @@ def _pods_by_row(shoot: Shoot, names: set[str]) -> tuple[Counter[tuple[str, str,
 
 
 @then("the pods of the shoot control plane are")
-def _(shoot: Shoot, datatable: list[list[str]]) -> None:
+def _(shoot: Shoot, timeline: Timeline, datatable: list[list[str]]) -> None:
     """Pods per component, zone and state. "Running" means serving: phase Running, Ready, on a Ready
     node; a Running pod short of that (starting, failing its health check, or on a NotReady node
     whose kubelet stopped reporting) is "Running, not ready". Zone "-": not bound to a node."""
     expected = _table_rows(datatable)
     seen, pods = _pods_by_row(shoot, {c for c, _, _ in expected})
+    record_pods(shoot, timeline, "the pods of the shoot control plane", pods)
     judge.equal(dict(seen), dict(expected), "pods by component, zone and phase\n" + placement.table(pods))
 
 
 @then(parsers.parse("within {limit:g} s the pods of the shoot control plane are"))
-def _(shoot: Shoot, datatable: list[list[str]], limit: float) -> None:
+def _(shoot: Shoot, timeline: Timeline, datatable: list[list[str]], limit: float) -> None:
     """As `the pods of the shoot control plane are` (the same states), the first time within the limit."""
     expected = _table_rows(datatable)
     names = {c for c, _, _ in expected}
+    began = timeline.now()
     polled = poll_within(lambda: _pods_by_row(shoot, names), lambda got: got[0] == expected, "the expected pods", limit)
+    last = polled.reads[-1].value
+    if last is not None:
+        record_pods(shoot, timeline, f"within {limit:g} s, the pods of the shoot control plane", last[1])
+    mark_first_held(timeline, "the pods of the shoot control plane as expected, after the fault took effect", polled,
+                    began, last_fault(timeline)[0])
     judge.within(polled, "pods by component, zone and phase as expected",
                  show=lambda got: f"{dict(got[0])}, expected {dict(expected)}\n{placement.table(got[1])}")
 
@@ -180,11 +198,14 @@ def _(shoot: Shoot, limit: float, count: int, name: str) -> None:
 
 
 @then(parsers.parse('within {limit:g} s all {count:d} {name} replicas are Running outside zone "{zone}"'))
-def _(shoot: Shoot, limit: float, count: int, name: str, zone: str) -> None:
+def _(shoot: Shoot, timeline: Timeline, limit: float, count: int, name: str, zone: str) -> None:
     def outside(found: list[placement.PodPlacement]) -> int:
         return sum(1 for p in found if p.serving and p.zone not in (None, zone))
 
+    began = timeline.now()
     polled = poll_within(lambda: _pods(shoot, name), lambda found: outside(found) == count,
                          f"{count} {name} replicas outside {zone}", limit)
+    mark_first_held(timeline, f"{count} {name} replicas Running outside {zone}, after the fault took effect", polled,
+                    began, last_fault(timeline)[0])
     judge.within(polled, f"{count} {name} replicas Running and ready outside {zone}",
                  show=lambda found: f"{outside(found)} of them\n{placement.table(found)}")

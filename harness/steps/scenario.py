@@ -6,12 +6,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.faults.runner import ActiveFault
+from harness.faults.runner import ActiveFault, effect_began
 from harness.probes.catch_up import CatchUp
 from harness.kube.placement import PodPlacement
 from harness.topology import Seed
 from harness.reference.render import ReferenceSpec
 from harness.timeline import Timeline
+from harness.wait import Polled
 
 
 @dataclass
@@ -77,3 +78,21 @@ class Shoot:
     spec: ReferenceSpec
     placed: list[PodPlacement]
     etcds: dict[str, Any] = field(default_factory=dict)  # running for real: its etcd clusters as probes see them
+
+
+def last_fault(timeline: Timeline) -> tuple[float | None, float | None]:
+    """(the earliest the scenario's last fault took effect, when it was healed), on its timeline;
+    None where there was none, or no heal yet."""
+    faults = [e for e in list(timeline.events) if e.kind == "fault"]
+    return (effect_began(faults[-1]), faults[-1].end) if faults else (None, None)
+
+
+def mark_first_held(timeline: Timeline, name: str, polled: Polled[Any], began: float, since: float | None) -> None:
+    """A within-step's figure: seconds from `since` (on the timeline: a fault's effect, a return)
+    to when the condition first held, as late as the step's reads place it (began: the timeline's
+    time at the step's start, where its reads count from). None: it never held."""
+    if since is None:
+        return
+    when = polled.first_held()
+    timeline.mark("figure", name, value=None if when is None else round(began + when[1] - since, 3), unit="s")
+

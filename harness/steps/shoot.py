@@ -16,7 +16,8 @@ from harness.providers.base import EtcdCluster, Environment, SeedBackupStore, sh
 from harness.topology import Seed
 from harness.components import ETCDS, component
 from harness.reference.render import ReferenceSpec
-from harness.steps.scenario import Outage, Shoot
+from harness.steps.placement import record_pods
+from harness.steps.scenario import Outage, Shoot, last_fault, mark_first_held
 from harness.timeline import Timeline
 from harness.validate import availability as av
 from harness.validate.history import lost_writes
@@ -117,27 +118,38 @@ def _(shoot: Shoot, outage: Outage, limit: float, name: str) -> None:
 
 
 @then(parsers.parse('within {limit:g} s the nodes of zone "{zone}" are NotReady and tainted unreachable'))
-def _(env: Environment, seed: Seed, limit: float, zone: str) -> None:
+def _(env: Environment, seed: Seed, timeline: Timeline, limit: float, zone: str) -> None:
     names = {n.name for n in env.nodes_in(zone)}  # type: ignore[attr-defined]
 
     def healthy_ones() -> list[str]:
         views = [v for v in cluster.node_views(cluster.connect(seed.kube)) if v.name in names]
         return [v.name for v in views if v.ready or not any(t.startswith("node.kubernetes.io/unreachable") for t in v.taints)]
 
+    began = timeline.now()
     polled = poll_within(healthy_ones, lambda healthy: not healthy, f"the nodes of {zone} NotReady and tainted", limit)
+    mark_first_held(timeline, f"the nodes of {zone} NotReady and tainted unreachable, after the fault took effect",
+                    polled, began, last_fault(timeline)[0])
     judge.within(polled, f"every node of {zone} NotReady and tainted unreachable",
                  show=lambda healthy: f"still Ready or not tainted unreachable: {healthy}")
 
 
 @then(parsers.parse("within {limit:g} s every pod of the shoot control plane is Running"))
-def _(shoot: Shoot, limit: float) -> None:
-    def not_running() -> list[str]:
-        pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
+def _(shoot: Shoot, timeline: Timeline, limit: float) -> None:
+    def observe() -> list[placement.PodPlacement]:
+        return placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
+
+    def not_running(pods: list[placement.PodPlacement]) -> list[str]:
         return [f"{p.name}: {p.state}" for p in pods if not p.serving]
 
-    polled = poll_within(not_running, lambda pods: not pods, "every pod Running and ready", limit)
+    began = timeline.now()
+    polled = poll_within(observe, lambda pods: bool(pods) and not not_running(pods), "every pod Running and ready", limit)
+    if polled.reads[-1].value is not None:
+        record_pods(shoot, timeline, f"within {limit:g} s, every pod of the shoot control plane Running",
+                    polled.reads[-1].value)
+    mark_first_held(timeline, "every pod of the shoot control plane Running, after the return", polled, began,
+                    last_fault(timeline)[1])
     judge.within(polled, "every pod of the shoot control plane Running and ready",
-                 show=lambda pods: f"not Running and ready: {pods}")
+                 show=lambda pods: f"not Running and ready: {not_running(pods)}")
 
 
 @then(parsers.re(r"(?P<name>etcd-[a-z]+) keeps quorum with (?P<count>\d+) members"))

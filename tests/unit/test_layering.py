@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("actions: faults, load, reports, exploration", (
         "harness.faults", "harness.load", "harness.report", "harness.explore")),
     ("scenarios and commands", (
-        "harness.steps", "harness.chaos_run", "harness.chaostoolkit", "harness.load_commands",
+        "harness.steps", "harness.chaos_job", "harness.chaostoolkit", "harness.load_commands",
         "harness.task_commands", "harness.teardown", "harness.builds")),
     ("edges: the CLI and the pytest plugin", ("harness.cli", "harness.pytest_plugin")),
 )
@@ -260,7 +260,7 @@ def test_the_local_environment_and_a_shoot_etcd_are_etcd_clusters() -> None:
 def test_providers_do_not_call_up_into_heal_or_deploy() -> None:
     # The caller heals and undeploys (harness.teardown), then calls `down`: a provider that did it
     # itself would sit in a cycle with the faults and the reference that use it.
-    above = ("harness.faults", "harness.reference.deploy", "harness.teardown", "harness.steps", "harness.chaos_run")
+    above = ("harness.faults", "harness.reference.deploy", "harness.teardown", "harness.steps", "harness.chaos_job")
     offenders = {str(p.relative_to(HARNESS)): sorted(n for n in _names(p) if n.startswith(above))
                  for p in sorted((HARNESS / "providers").rglob("*.py"))}
     assert {k: v for k, v in offenders.items() if v} == {}
