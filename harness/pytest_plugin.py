@@ -720,7 +720,8 @@ def faults(env: Environment, timeline: Timeline, request: pytest.FixtureRequest)
         # member cut off rejoins up to half a minute later); the session is ending anyway. Nor
         # when a shoot's etcd was under test and nothing was left to heal: the region's own etcd
         # was a bystander, and the next fault waits for its health anyway.
-        runner.heal(wait=not _INTERRUPTED and not (not runner.active and _shoot_under_test(request, env)))
+        bystander = not runner.active and _shoot_under_test(request, env)
+        runner.heal(wait=not _INTERRUPTED and not bystander)
 
 
 def _shoot_under_test(request: pytest.FixtureRequest, env: Environment) -> bool:

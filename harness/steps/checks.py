@@ -107,7 +107,7 @@ def p99_under(p99: av.Latency, limit: float, what: str) -> None:
     if p99.value >= limit / 1000 and p99.unhindered < limit / 1000:
         raise judge.Inconclusive(f"{claim}: inconclusive, {p99.describe()}, but {p99.unhindered * 1000:.1f} ms less "
                                  "what the machine held each write up: the harness's own stalls (its canary woke "
-                                 "late) and the members' waits for a CPU (their threads' schedstat)")
+                                 "late) and the members' waits for a CPU (their cgroup's CPU pressure)")
     seen = p99.describe()
     if p99.unhindered < p99.value:
         seen += f", {p99.unhindered * 1000:.1f} ms less what the machine held each write up"

@@ -95,4 +95,3 @@ def mark_first_held(timeline: Timeline, name: str, polled: Polled[Any], began: f
         return
     when = polled.first_held()
     timeline.mark("figure", name, value=None if when is None else round(began + when[1] - since, 3), unit="s")
-
