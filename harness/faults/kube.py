@@ -3,6 +3,7 @@ and drain. They work wherever the environment has a cluster (local seed, existin
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 from harness.config import Timeouts
@@ -11,6 +12,8 @@ from harness.faults.base import Injection
 from harness.kube import cluster
 from harness.providers.base import Environment
 from harness.wait import wait_for
+
+BIND_SETTLE_S = 1.0  # a scheduling decision made before a cordon is bound well within this
 
 
 def _no_cluster(env: Environment) -> str | None:
@@ -95,9 +98,13 @@ class NodeCordon:
                 (evicted if cluster.evict(api, pod.metadata.namespace, pod.metadata.name) else blocked).append(name)
             return list(blocked)
 
+        cordoned = time.monotonic()
         try:
-            wait_for(evict_what_is_left, lambda left: not left, f"evictions from {target} that PodDisruptionBudgets refuse",
-                     env.config.timeouts.drain, interval=0.5)
+            # Until a pass finds nothing left, and not before the cordon is BIND_SETTLE_S old: the
+            # scheduler may have chosen this node just before the cordon and bind its pod after a
+            # pass that found the node empty (a replacement evicted from the zone's other node).
+            wait_for(evict_what_is_left, lambda left: not left and time.monotonic() - cordoned >= BIND_SETTLE_S,
+                     f"evictions from {target} that PodDisruptionBudgets refuse", env.config.timeouts.drain, interval=0.5)
         except WaitTimeout:
             pass  # what a PodDisruptionBudget kept is an observation, not a failure of the fault
         return {"evicted": evicted, "blocked_by_pdb": blocked}
