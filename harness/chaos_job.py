@@ -76,8 +76,7 @@ class Printer:
     def pytest_bdd_before_step_call(self, request: pytest.FixtureRequest, step: Any) -> None:
         """Each step as it begins (its fixtures ready: the region and the seed are up by the first):
         where a run of some minutes is."""
-        callspec = getattr(request.node, "callspec", None)
-        zone = callspec.params.get("_pytest_bdd_example", {}).get("zone", "") if callspec is not None else ""
+        zone = _example(request.node).get("zone", "")
         self.say(f"[harness run] {zone}: {step.keyword} {step.name}".replace("\n", " ")[:200])
 
     @pytest.hookimpl(trylast=True)

@@ -35,7 +35,7 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from harness.command_lines import EtcdClientTls, EtcdServingTls, etcd_command, kube_apiserver_command
 from harness.errors import HarnessError
@@ -184,8 +184,7 @@ class Agent:
             # Deleted while we could not see it (a cut zone, or force-deleted): a kubelet stops it.
             self.log(f"pod {self.running[uid].namespace}/{self.running[uid].name} is gone; stopping it")
         deleting = [p for p in pods if p.metadata.deletion_timestamp is not None]
-        self.stop_all(gone, grace_s=FORCED_GRACE_S)
-        self.stop_all([p.metadata.uid for p in deleting if p.metadata.uid in self.running])
+        self.stop_all(gone + [p.metadata.uid for p in deleting if p.metadata.uid in self.running], forced=gone)
         for pod in deleting:
             self._confirm_deletion(pod)
         for pod in pods:
@@ -695,17 +694,17 @@ class Agent:
     def stop(self, uid: str) -> None:
         self.stop_all([uid])
 
-    def stop_all(self, uids: list[str], grace_s: float = STOP_GRACE_S) -> None:
-        """Stop the pods' processes together (SIGTERM, SIGKILL after `grace_s`), then give
-        their addresses back."""
-        stopping = [r for uid in uids if (r := self.running.pop(uid, None)) is not None]
-        records = [rec for r in stopping for rec in (r.record, r.sidecar_record) if rec is not None]
-        threads = [threading.Thread(target=terminate, args=(rec, grace_s)) for rec in records]
+    def stop_all(self, uids: list[str], grace_s: float = STOP_GRACE_S, forced: Collection[str] = ()) -> None:
+        """Stop the pods' processes together (SIGTERM, SIGKILL after `grace_s`; FORCED_GRACE_S for
+        those `forced`: gone from the API), then give their addresses back."""
+        stopping = [(uid, r) for uid in uids if (r := self.running.pop(uid, None)) is not None]
+        threads = [threading.Thread(target=terminate, args=(rec, min(grace_s, FORCED_GRACE_S) if uid in forced else grace_s))
+                   for uid, r in stopping for rec in (r.record, r.sidecar_record) if rec is not None]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        for r in stopping:
+        for _, r in stopping:
             self._release(r.ip)
             self.log(f"stopped {r.namespace}/{r.name} and released {r.ip}")
         if stopping:
