@@ -10,7 +10,8 @@ Feature: GEP-20's zone outage experiment, automated
   all traffic crossing the zone's subnet, which stops its node heartbeats and its pods' traffic
   alike. Seed timings (harness/kube/timings.py): a node is NotReady 8 s after its last
   heartbeat; its pods are evicted 5 s later; pods still Terminating on an unreachable node
-  are force-deleted 10 s after their 5 s grace period (Gardener's garbage collection: 5 min).
+  are force-deleted 5 s after their 5 s grace period (Gardener's garbage collection: 5 min,
+  as long as the unreachable toleration).
 
   Scenario Outline: A zone outage in the GEP-20 form: every stateless replica moves, the etcd members wait (<zone> down)
     A replica moves when it serves outside the zone: evicted some 14 s after the cut (the seed's
