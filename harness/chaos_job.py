@@ -7,12 +7,13 @@ figures. The bounds are the feature's and the verdicts pytest's: the job judges 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from typing import Any
 
 import pytest
+
+from harness.steps.terminal import say
 
 FEATURE = "gep20.feature"  # features/, as pytest-bdd names a scenario's feature: by its file
 # The Scenario Outline of each form (its name up to the zone), its Examples a zone each.
@@ -67,17 +68,11 @@ class Printer:
         self.config = config
         self.verdicts: dict[str, pytest.TestReport] = {}  # a scenario's call, or the setup that failed
 
-    def say(self, text: str) -> None:
-        """On the terminal at once, also from inside a scenario (past pytest's output capture)."""
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-            print(text, flush=True)
-
     def pytest_bdd_before_step_call(self, request: pytest.FixtureRequest, step: Any) -> None:
         """Each step as it begins (its fixtures ready: the region and the seed are up by the first):
         where a run of some minutes is."""
         zone = _example(request.node).get("zone", "")
-        self.say(f"[harness run] {zone}: {step.keyword} {step.name}".replace("\n", " ")[:200])
+        say(self.config, f"[harness run] {zone}: {step.keyword} {step.name}".replace("\n", " ")[:200])
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -92,7 +87,7 @@ class Printer:
         except (OSError, ValueError) as e:
             print(f"[harness] {report.nodeid}: its run's record cannot be read ({e})", file=sys.stderr)
             return
-        self.say("\n" + describe(report.nodeid, events, self.verdicts.pop(report.nodeid, None)))
+        say(self.config, "\n" + describe(report.nodeid, events, self.verdicts.pop(report.nodeid, None)))
 
 
 def describe(nodeid: str, events: list[dict[str, Any]], verdict: pytest.TestReport | None) -> str:

@@ -9,7 +9,6 @@ down; every fault injected in a scenario is healed at its teardown, whatever hap
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
 import signal
@@ -22,24 +21,25 @@ import pytest
 from pytest_bdd.reporting import ReportContext, scenario_reports_registry, test_report_context_registry
 
 from harness import etcd_builds, rootless
-from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides, with_region
+from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides
 from harness.errors import CapabilityMissing, HarnessError
 from harness.judge import Inconclusive
+from harness.report.facts import Facts
 from harness.faults.runner import FaultRunner
 from harness.providers import get_provider
-from harness.providers.base import (CloudStarter, EtcdCluster, Environment, Provider, Reclaimable, Replaceable,
-                                   RunFacts, ShootEtcds, shoot_etcd)
+from harness.providers.base import (CloudStarter, EtcdCluster, Environment, FreshEnvironments, Provider, Reclaimable,
+                                   Replaceable, RunFacts)
 from harness.topology import Seed
-from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.steps import STEP_MODULES
-from harness.steps.holders import Exploration, Loads, Probes, Shoots
+from harness.steps.holders import Exploration, Loads, Probes
+from harness.steps.terminal import say
+from harness.soundness import diverged
 from harness.teardown import take_down
 from harness.timeline import Timeline
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
     from harness.report.results import RunRecorder
-    from harness.reference.render import ReferenceSpec
 
 SESSION_REGION = "pt"
 # Registered with this plugin, so a project with its own .feature files needs nothing else.
@@ -118,34 +118,11 @@ MARKERS = {
 _RECORDER: "pytest.StashKey[RunRecorder]" = pytest.StashKey()
 
 
-class _Facts:
-    """What the verdicts are about (the provider, zones, etcd's and Kubernetes' versions), found
-    where the environment runs: in this process or a pytest-xdist worker. Each test's teardown
-    report carries what is new to the process that writes the report and the JUnit."""
-
-    def __init__(self) -> None:
-        self.environment: dict[str, Any] = {}  # the report's environment
-        self.suite: dict[str, str] = {}  # the JUnit's testsuite properties, which CI reads
-        self._sent: dict[str, Any] = {}
-
-    def said(self, **facts: Any) -> None:
-        """Facts for both the report and the JUnit."""
-        self.environment.update(facts)
-        self.suite.update({k: str(v) for k, v in facts.items()})
-
-    def news(self) -> dict[str, Any] | None:
-        now = {"environment": dict(self.environment), "suite": dict(self.suite)}
-        if now == self._sent:
-            return None
-        self._sent = now
-        return now
+_FACTS = pytest.StashKey[Facts]()
 
 
-_FACTS = pytest.StashKey[_Facts]()
-
-
-def _facts(config: pytest.Config) -> _Facts:
-    return config.stash.setdefault(_FACTS, _Facts())
+def _facts(config: pytest.Config) -> Facts:
+    return config.stash.setdefault(_FACTS, Facts())
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml and pytest-bdd's cucumberjson read their paths
@@ -260,7 +237,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     runtestprotocol(item, nextitem=nextitem)
     if item.stash.get(_TRIES, 0) == 1:
         item.stash[_TRIES] = 2
-        _say(item.config, f"[harness] {item.nodeid}: inconclusive, running it once more")
+        say(item.config, f"[harness] {item.nodeid}: inconclusive, running it once more")
         item.user_properties[:] = [p for p in item.user_properties
                                    if p[0] not in ("inconclusive", "machine_cpu_busy_percent")]
         runtestprotocol(item, nextitem=nextitem)
@@ -387,11 +364,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     try:
         index = write_report(recorder.reports_dir, recorder.run_dir, recorder.run_id, recorder.records(),
                              recorder.environment, recorder.session(status, status == pytest.ExitCode.INTERRUPTED, not_run),
-                             progress=lambda text: _say(session.config, f"[report] {text}"))
+                             progress=lambda text: say(session.config, f"[report] {text}"))
     except Exception as e:  # the report must never hide the test results
-        _say(session.config, f"[harness] could not write the report in {recorder.run_dir}: {type(e).__name__}: {e}")
+        say(session.config, f"[harness] could not write the report in {recorder.run_dir}: {type(e).__name__}: {e}")
         return
-    _say(session.config, f"[harness] report: {index}")
+    say(session.config, f"[harness] report: {index}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -415,27 +392,13 @@ def harness_provider(harness_config: Config) -> Provider:
     return get_provider(harness_config.provider.name, harness_config)
 
 
-def _say(config: pytest.Config, text: str) -> None:
-    """Write past output capture: bring-up happens inside the first test's setup."""
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    worker = getattr(config, "workerinput", None)
-    if worker is not None:  # a pytest-xdist worker's stderr is the terminal's
-        text, reporter = f"[{worker['workerid']}] {text}", None
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        if reporter is not None:
-            reporter.write_line(text)
-        else:
-            print(text, file=sys.stderr, flush=True)
-
-
 def _reclaim(provider: Provider, config: pytest.Config) -> None:
     """Remove what a session that died left under this name. A live session's environment is an
     error: called before anything that would take the environment down on failure."""
     if isinstance(provider, Reclaimable):
         left = provider.reclaim()
         if left:
-            _say(config, f"[harness] removed the leftovers of an earlier session: {', '.join(left)}")
+            say(config, f"[harness] removed the leftovers of an earlier session: {', '.join(left)}")
 
 
 @pytest.fixture(scope="session")
@@ -485,22 +448,21 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 @pytest.fixture
-def region_factory(harness_config: Config, pytestconfig: pytest.Config,
-                   request: pytest.FixtureRequest) -> Iterator[Callable[..., LocalEnvironment]]:
+def region_factory(harness_provider: Provider, harness_config: Config, pytestconfig: pytest.Config,
+                   request: pytest.FixtureRequest) -> Iterator[Callable[..., Environment]]:
     """Fresh regions of any shape for one scenario (e.g. members=5, layout="single-zone"). The
     fresh region is the scenario's etcd under test from then on, also after a Background's
     "Given a healthy region ..." made the session's region that."""
-    if harness_config.provider.name != "local":
-        pytest.skip(f"a fresh region of its own needs the local provider, not {harness_config.provider.name}")
-    made: list[LocalRegion] = []
+    if not isinstance(harness_provider, FreshEnvironments):
+        pytest.skip(f"a fresh region of its own needs the local provider, not {harness_provider.name}")
+    made: list[Provider] = []
 
-    def make(etcd: dict[str, Any] | None = None, **shape: Any) -> LocalEnvironment:
+    def make(etcd: dict[str, Any] | None = None, **shape: Any) -> Environment:
         from pytest_bdd.compat import inject_fixture
 
         # Named after the session's region, so that two sessions (--region-name, pytest-xdist's
         # workers) never share one: pt gives ptf0, ptf1, ..., a worker's pt0 gives pt00, pt01, ...
-        name = f"{(harness_config.region.name + 'f')[:3]}{len(made)}"
-        region = LocalRegion(with_region(harness_config, etcd, name=name, **shape))
+        region = harness_provider.fresh(f"{(harness_config.region.name + 'f')[:3]}{len(made)}", etcd, **shape)
         _reclaim(region, pytestconfig)
         made.append(region)  # ours from here: taken down at the end, also when its bring-up fails
         fresh = region.up()
@@ -572,28 +534,10 @@ def env(session_env: Environment, harness_provider: Provider, pytestconfig: pyte
     why = diverged(current, harness_config.timeouts.recovery)
     if why is None:
         return
-    _say(pytestconfig, f"[harness] this scenario left the session's region inconsistent ({why}); replacing it")
+    say(pytestconfig, f"[harness] this scenario left the session's region inconsistent ({why}); replacing it")
     pytestconfig.stash[_REPLACED] = harness_provider.replace()
     pytest.fail(f"this scenario left the session's region inconsistent once its faults were healed: {why}",
                 pytrace=False)
-
-
-def diverged(env: EtcdCluster, timeout: float = 10.0) -> str | None:
-    """Why the region is not fit for the next scenario, or None: every member answers, they reach
-    one revision within `timeout` s, and they hold the same keys at it. The evidence: each member's
-    revision (or how it failed to answer), or where they differ."""
-    from harness.probes.converge import settled_revisions, stores_at
-    from harness.validate.history import store_split
-
-    try:
-        revisions, together = settled_revisions(env, timeout)
-        if not together:
-            return f"the members never reached one revision within {timeout:g} s: {revisions}"[:1200]
-        revision = int(next(iter(revisions.values())))
-        how, split = store_split(stores_at(env, revision))
-    except HarnessError as e:
-        return str(e)[:600]
-    return f"{how} differs at revision {revision}: {split}"[:1200] if split else None
 
 
 @pytest.fixture
@@ -601,77 +545,6 @@ def etcd(env: Environment) -> Environment:
     """The etcd cluster a scenario probes and judges: the region's own, unless a step names a
     shoot's (the reference control plane running for real)."""
     return env
-
-
-class RegionStandIn:
-    """On an environment without an etcd of its own whose seed runs control planes (an existing
-    cluster), the features' region is the reference control plane's etcd-main, running for real:
-    deployed on first use and shared by the session's scenarios like the local region (checked
-    before each, deployed afresh when an earlier scenario left it diverged), removed at the end."""
-
-    NAMESPACE = "shoot--harness--region"
-
-    def __init__(self, pytestconfig: pytest.Config, config: Config) -> None:
-        self.pytestconfig, self.config = pytestconfig, config
-        self.view: EtcdCluster | None = None
-        self.seed: Seed | None = None
-
-    def etcd(self, env: Environment, seed: Seed) -> EtcdCluster:
-        from harness.reference.deploy import deploy
-        from harness.reference.render import ReferenceSpec
-
-        if self.view is not None:
-            why = diverged(self.view)
-            if why is None:
-                return self.view
-            _say(self.pytestconfig, f"[harness] the control plane standing in for the region is not consistent after "
-                                    f"the last scenario ({why}); deploying it afresh")
-            self.remove()
-        _say(self.pytestconfig, f"[harness] the {env.provider} environment has no etcd of its own: the region's etcd is "
-                                f"etcd-main of the reference control plane in {self.NAMESPACE}, running for real")
-        spec = ReferenceSpec("zone", env.zones, "gep20", namespace=self.NAMESPACE, storage_class=seed.storage_class,
-                             real=True)
-        self.seed = seed
-        deploy(seed, spec, self.config.timeouts.deploy)
-        view = shoot_etcd(env, seed, self.NAMESPACE, "etcd-main")
-        setattr(view, "stands_in_for_region", True)  # a scenario naming the region's members says it cannot run
-        self.view = view
-        view.wait_healthy()
-        return view
-
-    def remove(self) -> None:
-        from harness.reference.deploy import undeploy
-
-        if self.seed is None:
-            return
-        if self.view is not None:
-            getattr(self.view, "close", lambda: None)()  # its port-forwards
-        undeploy(self.seed, self.NAMESPACE, self.config.timeouts.deploy)
-        self.view = self.seed = None
-
-
-_STAND_IN = pytest.StashKey[RegionStandIn]()
-
-
-@pytest.fixture(scope="session")
-def region_stand_in(session_env: Environment, pytestconfig: pytest.Config,
-                    harness_config: Config) -> Iterator[RegionStandIn]:
-    stand_in = pytestconfig.stash[_STAND_IN] = RegionStandIn(pytestconfig, harness_config)
-    try:
-        yield stand_in
-    finally:
-        stand_in.remove()
-
-
-@pytest.fixture
-def region_etcd(env: Environment, request: pytest.FixtureRequest) -> EtcdCluster:
-    """The features' region etcd: the environment's own, or on an environment without one whose
-    seed runs control planes, the reference's etcd-main standing in for it (RegionStandIn)."""
-    if env.members and isinstance(env, EtcdCluster):
-        return env
-    if not isinstance(env, ShootEtcds):
-        raise CapabilityMissing(f"the {env.provider} provider has no etcd members the harness can reach")
-    return request.getfixturevalue("region_stand_in").etcd(env, request.getfixturevalue("seed"))
 
 
 @pytest.fixture
@@ -686,7 +559,7 @@ def seed(harness_provider: Provider, env: Environment, pytestconfig: pytest.Conf
             environment.update(kubernetes_version=versions.kubernetes_version(got.kube),
                                kubernetes_version_source=versions.KUBE_API)
         except HarnessError as e:
-            _say(pytestconfig, f"[harness] could not read the seed's Kubernetes version: {e}")
+            say(pytestconfig, f"[harness] could not read the seed's Kubernetes version: {e}")
     return got
 
 
@@ -736,7 +609,7 @@ def _shoot_under_test(request: pytest.FixtureRequest, env: Environment) -> bool:
 @pytest.fixture
 def exploration(pytestconfig: pytest.Config) -> Exploration:
     return Exploration(pytestconfig.getoption("explore_seed"), pytestconfig.getoption("explore_seconds"),
-                       lambda text: _say(pytestconfig, text))
+                       lambda text: say(pytestconfig, text))
 
 
 @pytest.fixture
@@ -770,24 +643,6 @@ def machine_probes(cloud: "AwsAccess", timeline: Timeline) -> Iterator[list[Any]
     finally:
         for probe in started:
             probe.stop()
-
-
-@pytest.fixture
-def shoots(harness_config: Config, timeline: Timeline, pytestconfig: pytest.Config) -> Iterator[Shoots]:
-    def make_room(spec: ReferenceSpec) -> None:
-        stand_in = pytestconfig.stash.get(_STAND_IN, None)
-        if spec.real and stand_in is not None and stand_in.view is not None:
-            # The local seed gives members fixed addresses and has one load balancer for shoot APIs:
-            # one control plane runs for real at a time. The stand-in comes back when next needed.
-            _say(pytestconfig, f"[harness] removing the control plane standing in for the region: "
-                               f"{spec.namespace} runs for real now")
-            stand_in.remove()
-
-    s = Shoots(harness_config, timeline, make_room)
-    try:
-        yield s
-    finally:
-        s.remove_all()
 
 
 @pytest.fixture

@@ -538,6 +538,15 @@ class Replaceable(Protocol):
 
 
 @runtime_checkable
+class FreshEnvironments(Protocol):
+    """A provider that gives a scenario environments of its own, of any shape (the local region)."""
+
+    def fresh(self, name: str, etcd: dict[str, Any] | None = None, **shape: Any) -> Provider:
+        """A provider of a new environment named `name`, shaped as this one but for `shape` (e.g.
+        members=5, layout="single-zone") and the `etcd` settings; not up yet."""
+
+
+@runtime_checkable
 class CloudStarter(Protocol):
     """A provider that starts the environment's cloud itself, on first use (the local cloud)."""
 

@@ -5,4 +5,4 @@ STEP_MODULES = ["harness.steps.region", "harness.steps.faults", "harness.steps.c
                 "harness.steps.shoot", "harness.steps.load", "harness.steps.aws", "harness.steps.clients",
                 "harness.steps.detectors", "harness.steps.backups", "harness.steps.load_balancers",
                 "harness.steps.bulk", "harness.steps.catch_up", "harness.steps.disruptions",
-                "harness.steps.spread", "harness.steps.machines"]
+                "harness.steps.spread", "harness.steps.machines", "harness.steps.stand_in"]

@@ -3,6 +3,7 @@ the probe's look before the one that saw it, and its own stalls are measured whe
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -27,6 +28,13 @@ def _backend(close_after: float) -> tuple[socket.socket, threading.Thread]:
             if not data:
                 break
             conn.sendall(data)
+        # FIN first, then read until the probe closes its side: a line it sent meanwhile left unread
+        # would make close() answer with a reset, and the closing is what the tests look at.
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(2.0)
+        with contextlib.suppress(OSError):
+            while conn.recv(4096):
+                pass
         conn.close()
 
     def accept() -> None:

@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "harness.faults", "harness.load", "harness.report", "harness.explore")),
     ("scenarios and commands", (
         "harness.steps", "harness.chaos_job", "harness.chaostoolkit", "harness.load_commands",
-        "harness.task_commands", "harness.teardown", "harness.builds")),
+        "harness.task_commands", "harness.teardown", "harness.builds", "harness.soundness")),
     ("edges: the CLI and the pytest plugin", ("harness.cli", "harness.pytest_plugin")),
 )
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from harness import netns, rootless
 from harness.backup.snapshots import MemberSeed, restore
 from harness.command_lines import EtcdServingTls
-from harness.config import Config
+from harness.config import Config, with_region
 from harness.errors import CapabilityMissing, ConfigError, EnvironmentStateError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
 from harness.kube import cluster, loadbalancer
@@ -515,6 +515,9 @@ class LocalRegion:
         self.spec = config.region
         self.names = Names(self.spec)
         self.path = state_path(config.state_dir, self.spec.name)
+
+    def fresh(self, name: str, etcd: dict[str, Any] | None = None, **shape: Any) -> LocalRegion:
+        return LocalRegion(with_region(self.config, etcd, name=name, **shape))
 
     def check_prerequisites(self) -> etcdproc.EtcdBinary:
         if rootless.needs_reexec():
