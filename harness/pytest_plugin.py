@@ -1,5 +1,5 @@
-"""pytest plugin: options, the shared environment, the steps, and per-scenario timeline,
-faults, probes and reference deployments.
+"""pytest plugin: options, hooks and fixtures: the shared environment, the steps (registered from
+harness.steps), and each scenario's timeline, faults, probes and loads.
 
 The environment (by default the local region) comes up once per session and always goes
 down; every fault injected in a scenario is healed at its teardown, whatever happened
@@ -24,18 +24,18 @@ from harness import etcd_builds, rootless
 from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides
 from harness.errors import CapabilityMissing, HarnessError
 from harness.judge import Inconclusive
-from harness.report.facts import Facts
 from harness.faults.runner import FaultRunner
 from harness.providers import get_provider
 from harness.providers.base import (CloudStarter, EtcdCluster, Environment, FreshEnvironments, Provider, Reclaimable,
                                    Replaceable, RunFacts)
-from harness.topology import Seed
+from harness.report.facts import Facts
+from harness.soundness import diverged
 from harness.steps import STEP_MODULES
 from harness.steps.holders import Exploration, Loads, Probes
 from harness.steps.terminal import say
-from harness.soundness import diverged
 from harness.teardown import take_down
 from harness.timeline import Timeline
+from harness.topology import Seed
 
 if TYPE_CHECKING:
     from harness.aws.access import AwsAccess
