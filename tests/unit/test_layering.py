@@ -11,6 +11,9 @@ A module may import its own layer and those below it. Run with -s to see what ea
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -264,3 +267,12 @@ def test_providers_do_not_call_up_into_heal_or_deploy() -> None:
     offenders = {str(p.relative_to(HARNESS)): sorted(n for n in _names(p) if n.startswith(above))
                  for p in sorted((HARNESS / "providers").rglob("*.py"))}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_cli_imports_with_the_standard_library_alone() -> None:
+    """`harness up/fault/heal/down` run on the system's own Python, as any user, with no package of
+    the venv (tests/integration/test_rootless.py, which needs root): what the CLI imports at its top
+    may need nothing but the standard library. -S leaves the venv's site-packages off the path."""
+    done = subprocess.run([sys.executable, "-S", "-c", "import harness.cli"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
