@@ -192,19 +192,28 @@ def deposed_within(samples: list[Sample], member_ids: dict[int, str], outage: Ou
 
 @then("a leader exists in a surviving zone")
 def _(etcd: EtcdCluster, outage: Outage) -> None:
-    """Within the time members get to be ready, the surviving members agree on a leader among them."""
+    """Within the time members get to be ready, a quorum of the cluster's members among the
+    survivors agree on a leader among them. A quorum, not the survivors alone: a leader cut off
+    from its quorum still says it leads, to itself, until its check-quorum steps it down an
+    election timeout or two later."""
     survivors = [m.name for m in etcd.members if m.zone not in outage.zones]
+    quorum = len(etcd.members) // 2 + 1
     seen: dict[str, object] = {}
 
     def agreed() -> str | None:
         statuses = etcd.status()
         seen.update({n: statuses[n] if isinstance(statuses[n], str) else f"leader {statuses[n].leader}"
                      for n in survivors})
-        leader = etcd.leader({n: statuses[n] for n in survivors})
-        return leader if leader is not None and etcd.member(leader).zone not in outage.zones else None
+        answered = {n: s for n in survivors if not isinstance(s := statuses[n], str)}
+        leader = etcd.leader(answered)
+        if leader is None or etcd.member(leader).zone in outage.zones:
+            return None
+        agreeing = [n for n, s in answered.items() if s.leader == answered[leader].member_id]
+        return leader if len(agreeing) >= quorum else None
 
     leader = first_within(agreed, "the surviving members to agree on a leader", etcd.config.timeouts.member_ready)
-    judge.holds(leader is not None, "the surviving members agree on a leader in a surviving zone", seen=seen)
+    judge.holds(leader is not None, f"a quorum ({quorum} of {len(etcd.members)}) of the surviving members agree on a "
+                                    "leader in a surviving zone", seen=seen)
 
 
 @then("linearizable writes fail during the outage")

@@ -8,7 +8,7 @@ from pytest_bdd import given, parsers
 
 from harness.errors import ConfigError
 from harness.probes.availability import AvailabilityProbe
-from harness.providers.base import EtcdCluster, Environment
+from harness.providers.base import EtcdBackups, EtcdCluster, Environment
 from harness.wait import wait_for
 from harness.steps.holders import Probes
 
@@ -138,22 +138,27 @@ def _(env: Environment, zone: str) -> str:
 
 @given(parsers.parse('the etcd leader is in zone "{zone}"'))
 def _(etcd: EtcdCluster, zone: str) -> None:
-    """Leadership handed to the zone's member if another one leads (etcd's MoveLeader)."""
+    """Leadership handed to the zone's member if another one leads (etcd's MoveLeader). With
+    backups, also to its sidecar: the one that led uploads what it held as it sees the move, and
+    what follows must not see that hand-over as its own."""
     statuses = etcd.wait_healthy()
     leader = etcd.leader(statuses)
     members = [m for m in etcd.members if m.zone == etcd.zone(zone)]
     if not members:
         raise ConfigError(f"zone {zone!r} has no etcd member to lead")
-    if leader in {m.name for m in members}:
-        return
-    target = statuses[members[0].name]
-    client = etcd.client(leader)  # type: ignore[arg-type]
-    try:
-        client.move_leader(target.member_id)  # type: ignore[union-attr]
-    finally:
-        client.close()
-    wait_for(lambda: etcd.leader(), lambda now: now == members[0].name, f"leadership to move to {members[0].name}",
-             etcd.config.timeouts.member_ready)
+    chosen = leader if leader in {m.name for m in members} else members[0].name
+    if chosen != leader:
+        client = etcd.client(leader)  # type: ignore[arg-type]
+        try:
+            client.move_leader(statuses[chosen].member_id)  # type: ignore[union-attr]
+        finally:
+            client.close()
+        wait_for(lambda: etcd.leader(), lambda now: now == chosen, f"leadership to move to {chosen}",
+                 etcd.config.timeouts.member_ready)
+    if isinstance(etcd, EtcdBackups) and any(isinstance(s, dict) for s in etcd.backup_sidecars().values()):
+        wait_for(lambda: sorted(n for n, s in etcd.backup_sidecars().items() if isinstance(s, dict) and s.get("leading")),
+                 lambda leading: leading == [chosen], f"the backup sidecar of {chosen} to lead, alone",
+                 etcd.config.timeouts.member_ready)
 
 
 @given(parsers.parse("write and read probes run every {ms:d} ms from a client in another zone"), target_fixture="probe")

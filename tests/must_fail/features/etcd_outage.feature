@@ -93,6 +93,15 @@ Feature: False statements about zone outages, judged on real runs
     When zones "zone-a" and "zone-b" go down for 1 s
     Then a leader exists in a surviving zone
 
+  Scenario: A leader exists among the survivors of two lost zones, the leader among them
+    The leader in zone-c still says it leads, to itself, for an election timeout or two after it
+    lost its quorum: one member is no quorum of three.
+    Fails with: the surviving members agree on a leader in a surviving zone
+    Given the etcd leader is in zone "zone-c"
+    And write and read probes run every 10 ms from a client in zone "zone-c"
+    When zones "zone-a" and "zone-b" go down for 1 s
+    Then a leader exists in a surviving zone
+
   Scenario: Linearizable writes fail while only one zone is down
     Fails with: writes acknowledged during the outage
     Given write and read probes run every 10 ms from a client in zone "zone-c"
