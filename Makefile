@@ -3,7 +3,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup deps kube-binaries etcd-builds prefetch run test test-fast outage nightly must-fail bugs down heal clean
+.PHONY: setup deps kube-binaries etcd-builds prefetch run test test-fast docs outage nightly must-fail bugs down heal clean
 
 setup: deps $(STAMP)
 
@@ -23,8 +23,8 @@ $(STAMP): pyproject.toml
 # Every Go program a run uses (harness/builds.py): etcd, kube-apiserver, controller manager,
 # scheduler and kwok at pinned versions (KUBEBUILDER_ASSETS, or built once from pinned Go modules
 # into ~/.cache/ha-harness), the Porcupine linearizability checker, kube-proxy, the AWS cloud
-# controller manager, gardener's machine-controller-manager and the power-loss filesystem, each
-# built once from its pinned module; each one's time printed.
+# controller manager, gardener's machine-controller-manager and gardener-resource-manager, and the
+# power-loss filesystem, each built once from its pinned module; each one's time printed.
 kube-binaries: setup
 	$(VENV)/bin/python -m harness.builds
 
@@ -57,6 +57,11 @@ test: setup
 	$(VENV)/bin/python scripts/leaves_nothing.py -- $(VENV)/bin/python -m harness.builds --all --beside -- \
 		$(VENV)/bin/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--junitxml=reports/junit.xml --harness-report -m "not long" $(PYTEST_ARGS)
+
+# The documentation site at http://127.0.0.1:8000, its reference pages written from the code
+# (make test builds it in strict mode: tests/unit/test_docs.py).
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 # Everything but the Kubernetes control plane tests (no Go build needed).
 test-fast: setup

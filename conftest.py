@@ -17,17 +17,25 @@ pytest_plugins = ["pytester"]
 
 # With pytest-xdist (make test: --dist loadgroup), tests that name their own regions, seeds and
 # module-wide fixtures run on one worker together: a directory whose files share names (`it`,
-# `lc`) as one group, else a file as one. Scenarios and unit tests go to whichever worker is free;
+# `lc`) as one group, else a file as one; the files marked `own_reference` (each runs a whole
+# reference control plane of its own with real pods: a `harness run`, a cluster on the seed) as
+# one group too, so that two never share the machine's CPUs: on 2 cores, two at once left a
+# kube-apiserver started in the outage unready for over 60 s (the scheduler sees test ids only:
+# the files are listed here, and a unit test keeps the list equal to the marked files).
+# Scenarios and unit tests go to whichever worker is free;
 # each worker's session region is its own (`pt0`, `pt1`, ...). The groups come from the paths:
 # xdist's xdist_group markers no longer reach its scheduler under pytest 9.2, whose test ids are
 # no longer the `_nodeid` xdist appends the group to.
 _ONE_GROUP = ("tests/integration/", "tests/must_fail/")
 _FILE_GROUPS = ("tests/kube/", "tests/plugin/", "tests/aws/")
+OWN_REFERENCE = ("tests/kube/test_chaos_job.py", "tests/kube/test_cluster_provider.py")
 
 
 def xdist_group(nodeid: str) -> str | None:
     """The group a test runs in (None: any worker, on its own)."""
     path = nodeid.split("::", 1)[0]
+    if path in OWN_REFERENCE:
+        return "whole reference control planes"
     return next((d for d in _ONE_GROUP if path.startswith(d)), None) or next(
         (path for d in _FILE_GROUPS if path.startswith(d)), None)
 

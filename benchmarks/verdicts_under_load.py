@@ -112,7 +112,7 @@ def run_session(nodes: list[str], region: str,
 
 
 @contextmanager
-def _hogs(count: int) -> Iterator[None]:
+def cpu_hogs(count: int) -> Iterator[None]:
     hogs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(count)]
     for h in hogs:
         h.start()
@@ -135,7 +135,7 @@ def _one_by_one(nodes: list[str], args: argparse.Namespace) -> Iterator[Outcome]
     """Each scenario alone in its own pytest, its idle runs then its loaded ones."""
     for node in nodes:
         for condition in ("idle", "loaded"):
-            with _hogs(args.hogs if condition == "loaded" else 0):
+            with cpu_hogs(args.hogs if condition == "loaded" else 0):
                 for i in range(args.runs):
                     t = time.monotonic()
                     got, said = run_once(node, "vl")
@@ -147,7 +147,7 @@ def _together(nodes: list[str], args: argparse.Namespace) -> Iterator[Outcome]:
     times: dict[str, float] = {}
     for i in range(args.runs):
         for condition in ("idle", "loaded"):
-            with _hogs(args.hogs if condition == "loaded" else 0):
+            with cpu_hogs(args.hogs if condition == "loaded" else 0):
                 t = time.monotonic()
                 got = run_session(nodes, "vl", times)
                 took = time.monotonic() - t
@@ -176,7 +176,7 @@ def main() -> None:
         print("\n".join(nodes) or "no timed scenario matches")
         return
     if args.must_fail:
-        with _hogs(args.hogs):
+        with cpu_hogs(args.hogs):
             proc = subprocess.run([sys.executable, "-m", "pytest", "tests/must_fail", "-m", "not long", "-q",
                                    "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
         tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]

@@ -115,6 +115,106 @@ Feature: GEP-20's zone outage experiment, automated
       | zone-b | zone-c | zone-a |
       | zone-c | zone-a | zone-b |
 
+  @long @gardener
+  Scenario Outline: A zone outage in the gardener form: Gardener's own webhook spreads the control plane as the conventions form (<zone> down)
+    The workloads as Gardener's components hand them to the seed, without scheduling of their own,
+    and gardener-resource-manager (Gardener's own, gardener v1.145.0) running on the seed: its
+    high-availability-config webhook writes their replicas, zone pinning and spread constraints
+    (with matchLabelKeys pod-template-hash, which the conventions form has not). The outage then
+    goes as in the conventions form. `harness run --form gardener` is this scenario for each zone.
+
+    Given the reference control plane with failure tolerance "zone" in the gardener form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "<client>"
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "<client>"
+    When zone "<zone>" goes down
+    Then within 20 s the nodes of zone "<zone>" are NotReady and tainted unreachable
+    And etcd-main keeps quorum with 2 members
+    And the shoot API is writable again within 5 s of the outage
+    And within 60 s the pods of the shoot control plane are
+      | component      | zone     | phase   |
+      | etcd-main      | <client> | Running |
+      | etcd-main      | <other>  | Running |
+      | etcd-main      | -        | Pending |
+      | etcd-events    | <client> | Running |
+      | etcd-events    | <other>  | Running |
+      | etcd-events    | -        | Pending |
+      | kube-apiserver | <client> | Running |
+      | kube-apiserver | <other>  | Running |
+      | kube-apiserver | -        | Pending |
+    And 1 kube-apiserver pod stays Pending because "didn't match pod topology spread constraints"
+    And the longest write gap during the outage is under 5 s
+    When zone "<zone>" comes back
+    Then within 60 s every pod of the shoot control plane is Running
+    And etcd-main has one member in each of 3 zones
+    And kube-apiserver has one replica in each of 3 zones
+    And etcd-main members end with equal HashKV
+    And no acknowledged write is lost
+    And no acknowledged shoot API write is lost
+
+    Examples:
+      | zone   | client | other  |
+      | zone-a | zone-b | zone-c |
+      | zone-b | zone-c | zone-a |
+      | zone-c | zone-a | zone-b |
+
+  @long @gardener
+  Scenario: gardener-resource-manager down through a zone outage: the control plane serves from two zones, and the lost replicas come back only with it
+    Gardener registers gardener-resource-manager's webhooks with failurePolicy Fail, one of them
+    (pod-kube-apiserver-load-balancing) for every pod of a shoot namespace: while it is down, the
+    seed's API server refuses every new pod of the control plane, so the replicas of the lost zone
+    are not replaced (not even 10 s later: a controller makes a replacement within a second when
+    it may). etcd-main keeps quorum and the shoot API serves from the other two zones; once
+    gardener-resource-manager serves again, the replacements are made and placed as in the
+    gardener form's outage.
+
+    Given the reference control plane with failure tolerance "zone" in the gardener form runs for real
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "zone-b"
+    When gardener-resource-manager goes down
+    And zone "zone-a" goes down
+    Then within 20 s the nodes of zone "zone-a" are NotReady and tainted unreachable
+    And etcd-main keeps quorum with 2 members
+    And the shoot API is writable again within 5 s of the outage
+    And within 60 s the pods of the shoot control plane are
+      | component      | zone   | phase   |
+      | etcd-main      | zone-b | Running |
+      | etcd-main      | zone-c | Running |
+      | etcd-events    | zone-b | Running |
+      | etcd-events    | zone-c | Running |
+      | kube-apiserver | zone-b | Running |
+      | kube-apiserver | zone-c | Running |
+    And the longest write gap during the outage is under 5 s
+    When 10 s pass
+    Then the pods of the shoot control plane are
+      | component      | zone   | phase   |
+      | etcd-main      | zone-b | Running |
+      | etcd-main      | zone-c | Running |
+      | etcd-events    | zone-b | Running |
+      | etcd-events    | zone-c | Running |
+      | kube-apiserver | zone-b | Running |
+      | kube-apiserver | zone-c | Running |
+    When gardener-resource-manager comes back
+    Then within 60 s the pods of the shoot control plane are
+      | component      | zone   | phase   |
+      | etcd-main      | zone-b | Running |
+      | etcd-main      | zone-c | Running |
+      | etcd-main      | -      | Pending |
+      | etcd-events    | zone-b | Running |
+      | etcd-events    | zone-c | Running |
+      | etcd-events    | -      | Pending |
+      | kube-apiserver | zone-b | Running |
+      | kube-apiserver | zone-c | Running |
+      | kube-apiserver | -      | Pending |
+    When zone "zone-a" comes back
+    Then within 60 s every pod of the shoot control plane is Running
+    And etcd-main has one member in each of 3 zones
+    And kube-apiserver has one replica in each of 3 zones
+    And etcd-main members end with equal HashKV
+    And no acknowledged write is lost
+    And no acknowledged shoot API write is lost
+
   Scenario: A node failure moves its etcd member to the other node of its zone (GEP-20 case #2)
     GEP-20 "Impact of Node failure": the scheduler looks for another node in the same zone, as
     the member's volume keeps it there; the member comes back from its data on that node.

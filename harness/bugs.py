@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.config import load_config
+from harness.processes import run_to_end
 
 FEATURE = Path(__file__).resolve().parents[1] / "features" / "bugs.feature"
 CATCH_SHARE = 0.9
@@ -135,16 +136,18 @@ def run_try(bug: KnownBug, version: str, workdir: Path, seed: int, region: str =
             "--etcd-version", version, "--region-name", region, "--harness-config", str(config),
             "--schedule-seed", str(seed), "--cucumberjson", str(report), "-p", "no:cacheprovider", "-q", "--tb=line"]
     began = time.monotonic()
+    output = workdir / "pytest.log"
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=TRY_LIMIT_S + 120,
-                              cwd=FEATURE.parents[1], env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        with output.open("w") as out:
+            run_to_end(argv, f"the try on etcd {version}", timeout=TRY_LIMIT_S + 120, stdout=out,
+                       stderr=subprocess.STDOUT, cwd=FEATURE.parents[1], env={**os.environ, "PYTHONUNBUFFERED": "1"})
     except subprocess.TimeoutExpired:
         return Try(version, "error", f"did not finish within {TRY_LIMIT_S + 120:.0f} s", time.monotonic() - began,
                    seed)
     took = time.monotonic() - began
     steps = _steps(report)
     if not steps:
-        return Try(version, "error", (done.stdout + done.stderr).strip()[-300:], took, seed)
+        return Try(version, "error", output.read_text(errors="replace").strip()[-300:], took, seed)
     outcome, check = judge_try(bug, steps, scenario_steps(bug))
     return Try(version, outcome, check, took, seed)
 

@@ -36,6 +36,7 @@ BUILDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("kube-proxy", "harness.kube.kube_proxy", ()),
     ("cloud-provider-aws releases", "harness.kube.cloud_controller", ()),
     ("machine-controller-manager", "harness.kube.machine_controller", ()),
+    ("Gardener (gardener-resource-manager)", "harness.kube.resource_manager", ()),
     ("powerloss-fs", "harness.providers.local.host.powerloss_fs", ()),
 )
 EVERY_ETCD = ("every etcd release harness.bugs runs, with etcdutl", "harness.etcd_builds", ("--all",))

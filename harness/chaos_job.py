@@ -17,7 +17,8 @@ from harness.steps.terminal import say
 
 FEATURE = "gep20.feature"  # features/, as pytest-bdd names a scenario's feature: by its file
 # The Scenario Outline of each form (its name up to the zone), its Examples a zone each.
-OUTLINES = {"gep20": "A zone outage in the GEP-20 form:", "conventions": "A zone outage in the conventions form:"}
+OUTLINES = {"gep20": "A zone outage in the GEP-20 form:", "conventions": "A zone outage in the conventions form:",
+            "gardener": "A zone outage in the gardener form:"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -15,8 +16,9 @@ from harness import etcd_builds, rootless, task_commands
 from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides, zone_list
 from harness.errors import CapabilityMissing, ConfigError, HarnessError
 from harness.faults import FAULTS
+from harness.processes import run_to_end
 from harness.providers import get_provider
-from harness.providers.base import CloudStarter, Environment, Provider, SeedBackupStore
+from harness.providers.base import CloudStarter, Environment, Provider, SeedBackupStore, SeedResourceManager
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.state import read_state, state_path
 from harness.reference import conventions_cli
@@ -24,7 +26,7 @@ from harness.reference.render import DEFAULT_NAMESPACE, FORMS, TOLERANCES
 from harness.teardown import take_down
 
 # Commands that need no environment (and no namespaces, so no rootless re-exec).
-OFFLINE = ("render", "conventions", "report", "nightly", "explore")
+OFFLINE = ("render", "conventions", "report", "nightly", "explore", "steps")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -113,7 +115,9 @@ def _parser() -> argparse.ArgumentParser:
         cmd = sub.add_parser(name, help=help_)
         cmd.add_argument("--tolerance", required=True, choices=TOLERANCES, help="failure tolerance type of the shoot")
         cmd.add_argument("--form", choices=FORMS, default="gep20",
-                         help="gep20: GEP-20's affinity rules (default); conventions: the HA conventions' spread constraints")
+                         help="gep20: GEP-20's affinity rules (default); conventions: the HA conventions' spread constraints; "
+                              "gardener: none of its own, Gardener's gardener-resource-manager (started on the local "
+                              "seed) writes them")
         cmd.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"shoot namespace in the seed (default: {DEFAULT_NAMESPACE})")
         cmd.add_argument("--storage-class", default=None, help="StorageClass of etcd's volumes (default: the seed's)")
         cmd.add_argument("--etcd-members", type=int, default=None, metavar="N",
@@ -168,9 +172,29 @@ def _parser() -> argparse.ArgumentParser:
     length.add_argument("--seconds", type=float, default=None, help="how long the schedule runs (default: the feature's)")
     length.add_argument("--minutes", type=float, default=None, help="the same in minutes")
     explore.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments (after --)")
+    steps = sub.add_parser("steps", help="the Gherkin steps a feature may use, read from their definitions: each one's "
+                                         "text, what it says it does, what it needs and hands on, the must-fail "
+                                         "scenarios that show a Then-step failing")
+    steps.add_argument("--grep", default=None, metavar="WORD", help="only steps whose text or description has WORD")
+    steps.add_argument("--markdown", action="store_true", help="as a Markdown page")
     conventions_cli.add_parser(sub)
     task_commands.add_parser(sub)
     return p
+
+
+def _steps(args: argparse.Namespace) -> int:
+    from harness.steps import catalogue
+
+    found = catalogue.steps()
+    given = catalogue.providers(found)
+    chosen = [s for s in found if s.matches(args.grep)] if args.grep else found
+    if args.grep and not chosen:
+        raise ConfigError(f"no step has {args.grep!r} in its text or description; `harness steps` lists all "
+                          f"{len(found)}")
+    print(catalogue.markdown(chosen, given) if args.markdown else catalogue.text(chosen, given))
+    if not args.markdown:
+        print(f"\n{catalogue.summary(found)}" + (f"; {len(chosen)} shown" if args.grep else ""))
+    return 0
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -253,7 +277,7 @@ def _up(provider: Provider, config: Config, args: argparse.Namespace) -> int:
 def _deploy(provider: Provider, env: Environment, config: Config, args: argparse.Namespace) -> int:
     from harness.kube.placement import table
     from harness.reference.deploy import deploy
-    from harness.reference.render import ReferenceSpec
+    from harness.reference.render import DECIDED_BY_WEBHOOK, ReferenceSpec
 
     seed = provider.seed(env)
     spec = ReferenceSpec(args.tolerance, env.zones, args.form, args.namespace, seed.storage_class, real=args.real,
@@ -264,6 +288,9 @@ def _deploy(provider: Provider, env: Environment, config: Config, args: argparse
         if not isinstance(env, SeedBackupStore):
             raise CapabilityMissing(f"the {env.provider} environment has no object store for the seed's backups")
         store = env.seed_backup_store()
+    if spec.form in DECIDED_BY_WEBHOOK and isinstance(env, SeedResourceManager) and env.start_resource_manager():
+        print(f"gardener-resource-manager started on the seed; it decides the {spec.form} form's workloads until "
+              "`harness down`")
     _record_reference(env, spec.namespace, add=True)
     pods = deploy(seed, spec, config.timeouts.deploy, store)
     print(f"reference control plane ({args.tolerance} tolerance, {args.form} form) in {spec.namespace}, "
@@ -338,7 +365,6 @@ def _report(config: Config, args: argparse.Namespace) -> int:
 
 def _nightly(config: Config, args: argparse.Namespace) -> int:
     import json
-    import subprocess
 
     from harness.report.nightly import verdict
     from harness.report.runs import new_run_id
@@ -349,7 +375,7 @@ def _nightly(config: Config, args: argparse.Namespace) -> int:
     cmd = [sys.executable, "-m", "pytest", "--harness-report", "--harness-run-id", run_id,
            "--provider", config.provider.name, *(["--harness-config", str(args.config)] if args.config else []), *extra]
     print(f"harness nightly: {' '.join(cmd)}", flush=True)
-    code = subprocess.call(cmd)
+    code = run_to_end(cmd, "pytest")
     run_dir = config.reports_dir / run_id
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
@@ -376,8 +402,6 @@ def _nightly(config: Config, args: argparse.Namespace) -> int:
 def _chaos_job(config: Config, args: argparse.Namespace) -> int:
     """features/gep20.feature's zone outage scenario for each zone, through pytest (harness.chaos_job
     picks the examples and prints what they recorded)."""
-    import subprocess
-
     from harness.report.runs import new_run_id
 
     if config.provider.name != "local":
@@ -398,7 +422,14 @@ def _chaos_job(config: Config, args: argparse.Namespace) -> int:
            *(["--harness-config", str(args.config)] if args.config else []), "-q", "--no-header",
            *[a for a in args.pytest_args if a != "--"]]
     print(f"harness run: {' '.join(cmd)}", flush=True)
-    code = subprocess.call(cmd)
+    try:
+        code = run_to_end(cmd, "pytest")
+    finally:
+        if region.path.exists():  # pytest did not tear its region down (killed, or interrupted twice)
+            print(f"harness run: region {config.region.name!r} is still up: healing it and taking it down",
+                  file=sys.stderr, flush=True)
+            for removed in take_down(region):
+                print(f"harness run: removed {removed}", file=sys.stderr, flush=True)
     print(f"harness run: report {config.reports_dir / run_id / 'index.html'} (pytest exit status {code})")
     return code
 
@@ -435,6 +466,8 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         return conventions_cli.run(args)
     if args.command == "render":
         return _render(config, args)
+    if args.command == "steps":
+        return _steps(args)
     provider = get_provider(config.provider.name, config)
     if args.command == "up":
         return _up(provider, config, args)
@@ -510,6 +543,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `harness steps | head`: the reader had what it wanted
+        sys.stdout = open(os.devnull, "w")  # nor a second error when Python flushes it at exit
+        return 0
 
 
 if __name__ == "__main__":

@@ -23,7 +23,10 @@ class Timeouts:
 
     region_up: float = 30.0
     member_ready: float = 20.0
-    fault_apply: float = 10.0
+    # A fault whose inject hangs becomes an error and is healed: a guard on the harness's
+    # own calls, not a verdict. An AWS zone outage is several API calls, which on a saturated
+    # machine (the local cloud) or through AWS's retries took over 10 s.
+    fault_apply: float = 30.0
     fault_effect: float = 10.0  # after a fault is applied, until its effect is observed in place
     heal: float = 30.0
     recovery: float = 30.0

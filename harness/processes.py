@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -174,3 +175,39 @@ def log_tail(path: str | Path, lines: int = 25) -> str:
     except OSError:
         return "(no log)"
     return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+
+# What a child that tears down on SIGINT gets after the deadline of run_to_end: its teardown
+# (heal every fault, take its region down) takes seconds to a minute on a busy machine.
+TEARDOWN_GRACE_S = 180.0
+
+
+def run_to_end(argv: Sequence[str], what: str, *, timeout: float | None = None, **popen: Any) -> int:
+    """Run a child that heals its faults and tears down on SIGINT (a pytest of scenarios) and wait
+    until it has: its exit status. subprocess.call and run kill the child 0.25 s after a Ctrl-C,
+    in the middle of that teardown, and so leave a zone blackholed. Here the child runs in a process
+    group of its own: a Ctrl-C reaches this process only, which passes one SIGINT on and waits for
+    the child to end, saying so again at each further Ctrl-C. Past `timeout` the child gets a SIGINT
+    too, TEARDOWN_GRACE_S more, then SIGKILL, and subprocess.TimeoutExpired is raised."""
+    proc = subprocess.Popen(list(argv), process_group=0, **popen)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(TEARDOWN_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        print(f"interrupted: waiting for {what} (pid {proc.pid}) to heal its faults and tear down",
+              file=sys.stderr, flush=True)
+        while proc.returncode is None:
+            try:
+                proc.wait()
+            except KeyboardInterrupt:
+                print(f"still waiting for {what} (pid {proc.pid}) to heal its faults and tear down",
+                      file=sys.stderr, flush=True)
+        raise

@@ -106,10 +106,14 @@ MARKERS = {
     "placement": "where the real scheduler puts the reference control plane (needs a Kubernetes seed)",
     "traffic": "cross-zone traffic between etcd members, measured at the router and from their metrics",
     "gep20": "GEP-20's outage experiment with the reference control plane running for real on the local seed",
+    "gardener": "on Gardener's own components on the local seed (gardener-resource-manager's webhooks place the "
+                "reference control plane: its gardener form)",
     "gep20_findings": "GEP-20's further statements (its appendix, its findings and future enhancements), each with the GEP's figure stated",
     "aws": "AWS faults (network ACL swap, credential revocation, EC2 instances) through an AWS API: the local cloud or [aws]",
     "region": "needs the local region (root or user namespaces, etcd, nftables)",
     "kube": "needs the local Kubernetes control plane (pinned binaries, built on first use)",
+    "own_reference": "runs a whole reference control plane of its own with real pods: never beside another such "
+                     "test (make test gives them all to one pytest-xdist worker: conftest.py)",
     "bug": "a known etcd bug's scenario: flags the bug on the version that had it, passes on a fixed one "
            "(python -m harness.bugs)",
 }
@@ -252,6 +256,17 @@ def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, tuple
         if report.failed:
             return "error", "E", ("INCONCLUSIVE", {"red": True})
     return None
+
+
+def pytest_bdd_step_func_lookup_error(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,
+                                      exception: Exception) -> None:
+    """A step no definition matches: say which, and the harness's steps that read most like it."""
+    from harness.steps import catalogue
+
+    near = catalogue.closest(step.name, catalogue.steps(shown_failing=False))
+    pytest.fail(f"no step matches `{step.keyword} {step.name}` (line {step.line_number} of {feature.rel_filename})"
+                + ("; did you mean: " + "; ".join(near) if near else "")
+                + ". `harness steps --grep WORD` lists the harness's steps", pytrace=False)
 
 
 def pytest_bdd_step_error(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,

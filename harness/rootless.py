@@ -15,7 +15,7 @@ import sys
 from typing import Sequence
 
 from harness.errors import PrerequisiteError
-from harness.processes import cmdline
+from harness.processes import cmdline, run_to_end
 
 ENV_FLAG = "HARNESS_IN_USERNS"
 HOLDER_ENV = "HARNESS_HOLDER_PID"
@@ -73,8 +73,8 @@ def enter_argv(holder: int, argv: Sequence[str]) -> list[str]:
 def run_inside(holder: int, argv: Sequence[str]) -> int:
     env = dict(os.environ, **{ENV_FLAG: "1", HOLDER_ENV: str(holder), "HARNESS_OUTER_UID": str(os.getuid())})
     try:
-        return subprocess.call(enter_argv(holder, argv), env=env)
-    except KeyboardInterrupt:  # the child got the SIGINT too and tears down on its own
+        return run_to_end(enter_argv(holder, argv), "the harness in its namespaces", env=env)
+    except KeyboardInterrupt:  # passed on, and waited for until the child tore down
         return 130
 
 

@@ -101,11 +101,12 @@ class BackupStore:
     """The snapshots of one cluster in one bucket (boto3 over the store's endpoint)."""
 
     def __init__(self, spec: StoreSpec, timeout: float = 10.0, attempts: int = 2) -> None:
-        import boto3
         from botocore.config import Config as BotoConfig
 
+        from harness.aws.access import session
+
         self.spec = spec
-        self.s3 = boto3.session.Session().client(
+        self.s3 = session().client(
             "s3", region_name=spec.region, endpoint_url=spec.endpoint_url, aws_access_key_id=spec.access_key_id,
             aws_secret_access_key=spec.secret_access_key,
             config=BotoConfig(retries={"max_attempts": attempts, "mode": "standard"}, connect_timeout=timeout,

@@ -143,7 +143,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     socks = []
     try:
         for _ in range(count):
@@ -446,7 +446,7 @@ def _claim_ports(spec: ControlPlaneSpec) -> dict[str, int]:
                 f"{label} {port} on 127.0.0.1 is already in use by another process; "
                 "stop that process, choose another port, or leave the port unset to get a free one"
             )
-    free = iter(_free_ports(5))
+    free = iter(free_ports(5))
     ports = {
         "etcd": spec.etcd_port or next(free),
         "etcd_peer": next(free),

@@ -102,3 +102,21 @@ def remove(target: Path, name: str, delete_if_empty: bool = False) -> bool:
         elif found:
             _write(target, data)
     return found
+
+
+def embedded(source: Path, target: Path) -> Path:
+    """`source` with the files it names (CA, client certificate and key) embedded as data, for
+    programs that take no file references (gardener-resource-manager); written 0600."""
+    import base64
+
+    data = _read(source)
+    fields = (("clusters", "cluster", "certificate-authority"), ("users", "user", "client-certificate"),
+              ("users", "user", "client-key"))
+    for section, entry, key in fields:
+        for item in data.get(section) or []:
+            inner = item.get(entry) or {}
+            if key in inner:
+                inner[f"{key}-data"] = base64.b64encode(Path(inner.pop(key)).read_bytes()).decode()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    replace_text(target, yaml.safe_dump(data, sort_keys=False))
+    return target

@@ -221,6 +221,23 @@ def _etcd_certificates(directory: Path, ca: x509.Certificate, ca_key: ec.Ellipti
     return files
 
 
+def generate_webhook_pki(directory: Path, ca_name: str) -> Path:
+    """A CA of its own and a serving certificate for 127.0.0.1 signed by it, as `tls.crt` and
+    `tls.key` in `directory` (where controller-runtime's webhook server looks); returns the CA's
+    file, the caBundle of the webhook configurations. Gardener, too, gives its webhook servers a
+    CA apart from the cluster's (`ca-seed` for the seed's gardener-resource-manager)."""
+    _require_cryptography()
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = _new_ca(ca_name)
+    key = _key()
+    cert = _sign(_name("webhook-server"), key.public_key(), ca.subject, ca_key, usage=ExtendedKeyUsageOID.SERVER_AUTH,
+                 sans=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    _write_cert(directory / "ca.crt", ca)
+    _write_cert(directory / "tls.crt", cert)
+    _write_key(directory / "tls.key", key)
+    return directory / "ca.crt"
+
+
 def write_kubeconfig(path: Path, server: str, pki: Pki, context: str = "ha-harness") -> Path:
     """An admin kubeconfig naming the control plane's certificate files. (With the credentials
     embedded, the Python Kubernetes client copies them into a temporary file in each process,

@@ -93,6 +93,9 @@ def region_loads(state_dir: Path, region: str) -> Path:
 FENCE_WAIT = 15.0  # seconds the watchers get to deliver the fence write
 WORKERS_WAIT = 30.0  # seconds the workers this run starts get to connect to its master
 ELSEWHERE_WAIT = 600.0  # the same with workers someone starts elsewhere, by hand
+# Seconds a started locust gets to record its first operation. A locust that exits is seen at
+# once; one alive but starved on a busy machine took more than 20 s (twice in one day's runs).
+FIRST_OPERATION_WAIT = 60.0
 WORKERS_ACCOUNT = "workers.json"  # in history_dir: what each worker connected, sent and got across
 
 
@@ -311,7 +314,7 @@ class LoadRun:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def wait_started(self, timeout: float = 20.0) -> None:
+    def wait_started(self, timeout: float = FIRST_OPERATION_WAIT) -> None:
         """Until every worker has connected (distributed), then until the first operation is
         recorded (locust, gRPC and the users take a moment)."""
         history = self.workdir / "history"

@@ -16,11 +16,13 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from harness.errors import ConfigError
 from harness.etcd_gateway import EtcdRequestError
+from harness.probes import heap
 from harness.probes.samples import Sample
 from harness.providers.base import EtcdCluster, MemberCpuWaits
 from harness.timeline import Timeline
@@ -88,6 +90,17 @@ class ProbeHistory:
         )
 
 
+def canary(stop: threading.Event, record: Callable[[Sample], None], now: Callable[[], float]) -> None:
+    """Until `stop`: ask to wake every CANARY_TICK and record each wake-up at least STALL_MIN late
+    as a "stall" sample, a stretch in which no probe thread of the process could run either."""
+    while not stop.is_set():
+        due = now() + CANARY_TICK
+        stop.wait(CANARY_TICK)
+        woke = now()
+        if woke - due >= STALL_MIN:
+            record(Sample("stall", "harness", due, woke, False))
+
+
 def recorded_path(data: dict[str, Any]) -> str:
     """A recorded history's path. Timelines written before it was recorded have none; there the shoot
     API probe is the one without etcd member ids, whose samples all name one member: its path."""
@@ -116,6 +129,7 @@ class AvailabilityProbe:
             raise ConfigError(f"probe request timeout must be in (0, 30] s, got {self.timeout}")
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._thaw: Callable[[], None] = lambda: None
         ids = {}
         for name, st in env.status(via_zone=None).items():
             if not isinstance(st, str):
@@ -124,6 +138,7 @@ class AvailabilityProbe:
                                     members=[m.name for m in env.members])
 
     def start(self) -> "AvailabilityProbe":
+        self._thaw = heap.hold()
         self._threads = [threading.Thread(target=self._write_loop, name="probe-write", daemon=True)]
         self._threads += [
             threading.Thread(target=self._member_loop, args=(m.name,), name=f"probe-{m.name}", daemon=True)
@@ -133,7 +148,8 @@ class AvailabilityProbe:
             threading.Thread(target=self._witness_loop, args=(m.name,), name=f"probe-witness-{m.name}", daemon=True)
             for m in self.env.members
         ]
-        self._threads.append(threading.Thread(target=self._canary_loop, name="probe-canary", daemon=True))
+        self._threads.append(threading.Thread(target=canary, args=(self._stop, self.history.samples.append,
+                                                                   self.timeline.now), name="probe-canary", daemon=True))
         if isinstance(self.env, MemberCpuWaits):
             self._threads.append(threading.Thread(target=self._cpu_wait_loop, args=(self.env,), name="probe-cpu-wait",
                                                   daemon=True))
@@ -160,6 +176,7 @@ class AvailabilityProbe:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=5)
+        self._thaw()
         self.timeline.mark("probe", "stop", samples=len(self.history.samples))
         return self.history
 
@@ -202,15 +219,6 @@ class AvailabilityProbe:
                 healthy, said = False, f"{type(e).__name__}: {e}"
             record(Sample("health", member, t0, self.timeline.now(), healthy, error=None if healthy else said[-160:]))
             self._stop.wait(max(0.0, interval - (time.monotonic() - began)))
-
-    def _canary_loop(self) -> None:
-        record = self.history.samples.append
-        while not self._stop.is_set():
-            due = self.timeline.now() + CANARY_TICK
-            self._stop.wait(CANARY_TICK)
-            woke = self.timeline.now()
-            if woke - due >= STALL_MIN:
-                record(Sample("stall", "harness", due, woke, False))
 
     def _cpu_wait_loop(self, env: MemberCpuWaits) -> None:
         """How long the members waited for a CPU in each stretch: a write slowed by no more than

@@ -18,12 +18,14 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness.errors import CapabilityMissing, HarnessError
 from harness.kube import cluster
-from harness.probes.availability import ProbeHistory
+from harness.probes import heap
+from harness.probes.availability import ProbeHistory, canary
 from harness.probes.samples import Sample
 from harness.providers.base import reach
 from harness.topology import Seed
@@ -118,15 +120,23 @@ class ShootApiProbe:
         self.history = ProbeHistory(f"probe-{uuid.uuid4().hex[:8]}-", via_zone, {}, path=MEMBER)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="probe-shoot-api", daemon=True)
+        # Its own record of the harness's stalls, for the write gaps and latencies judged on it.
+        self._canary = threading.Thread(target=canary, args=(self._stop, self.history.samples.append, timeline.now),
+                                        name="probe-shoot-api-canary", daemon=True)
+        self._thaw: Callable[[], None] = lambda: None
 
     def start(self) -> ShootApiProbe:
+        self._thaw = heap.hold()
         self._thread.start()
+        self._canary.start()
         self.timeline.mark("probe", "start", target=MEMBER, via_zone=self.history.via_zone, interval=self.interval)
         return self
 
     def stop(self) -> ProbeHistory:
         self._stop.set()
         self._thread.join(timeout=5)
+        self._canary.join(timeout=5)
+        self._thaw()
         self.timeline.mark("probe", "stop", target=MEMBER, samples=len(self.history.samples))
         return self.history
 

@@ -339,6 +339,27 @@ class MachineControllers(Protocol):
 
 
 @runtime_checkable
+class SeedResourceManager(Protocol):
+    """Environments whose seed can run Gardener's own gardener-resource-manager, so that its
+    high-availability-config webhook decides the workloads of the reference's gardener form."""
+
+    def start_resource_manager(self) -> bool:
+        """Running on the seed with its webhooks registered; False when it already was."""
+
+    def stop_resource_manager(self) -> list[str]:
+        """Its webhook configurations removed (their failurePolicy is Fail), then the process
+        stopped; what was done."""
+
+    def kill_resource_manager(self) -> list[str]:
+        """The process stopped with its webhook configurations left registered, as when its pods
+        are gone from a seed: every call the seed's API server makes to its webhooks fails."""
+
+    def resource_manager_state(self) -> dict[str, bool]:
+        """{"running": the process runs, "registered": the seed calls its high-availability-config
+        webhook}."""
+
+
+@runtime_checkable
 class CloudRequestLog(Protocol):
     """Environments whose cloud API says what was asked of it (as CloudTrail does): which actions,
     signed with which key, when."""

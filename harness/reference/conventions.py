@@ -34,7 +34,7 @@ TOLERANCES = ("none", "node", "zone")
 TYPES = ("server", "controller")
 WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 ETCD_LABELS = {"app": "etcd-statefulset"}
-_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 # Fewer zones cannot keep etcd's quorum through a zone outage (GEP-20).
 ZONE_TOLERANCE_MIN_ZONES = 3
 
@@ -150,7 +150,7 @@ def node_affinity(zones: Sequence[str]) -> dict[str, Any] | None:
     if not zones:
         return None
     expression = {"key": ZONE_LABEL, "operator": "In", "values": list(_zones(zones))}
-    return {"nodeAffinity": {_REQUIRED: {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}
+    return {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}
 
 
 def explain(component_type: str, tolerance: str | None, zone_count: int, replicas: int | None = None,
@@ -214,7 +214,7 @@ def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> b
         for e in selector.get("matchExpressions") or [])
 
 
-def _pinned_zones(term: Mapping[str, Any]) -> list[str] | None:
+def pinned_zones(term: Mapping[str, Any]) -> list[str] | None:
     return next((sorted(e.get("values") or []) for e in term.get("matchExpressions") or []
                  if e.get("key") == ZONE_LABEL and e.get("operator") == "In"), None)
 
@@ -286,10 +286,10 @@ def _check_workload(obj: dict[str, Any], tolerance: str | None, zones: tuple[str
             replicas = want
 
     if tolerance is not None:  # the webhook pins whenever the tolerance annotation is present
-        required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(_REQUIRED) or {}
-        field = f"spec.template.spec.affinity.nodeAffinity.{_REQUIRED}.nodeSelectorTerms"
+        required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED) or {}
+        field = f"spec.template.spec.affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms"
         for i, term in enumerate(required.get("nodeSelectorTerms") or [{}]):  # ORed: every term must pin
-            if (pinned := _pinned_zones(term)) != sorted(zones):
+            if (pinned := pinned_zones(term)) != sorted(zones):
                 deviate(f"{field}[{i}] {ZONE_LABEL} In", sorted(zones), pinned)
 
     # The spread rules depend on replicas, not on the type, so they are judged without a type label too.

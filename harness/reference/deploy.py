@@ -7,17 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from harness.backup.store import StoreSpec
-from harness.errors import CapabilityMissing, ConfigError
+from harness.errors import CapabilityMissing, ConfigError, EnvironmentStateError
 from harness.kube import cluster, etcd_tls, placement
-from harness.kube.cluster import apply
+from harness.kube.cluster import KubeApiError, apply
 from harness.kube.agent import BACKUP_SECRET, PKI_SECRET, RUNNING_ANNOTATION
 from harness.kube.placement import PodPlacement
 from harness.topology import Seed
 from harness.components import COMPONENTS, ETCDS
-from harness.reference.render import ETCD_VOLUME_SIZE, ReferenceSpec, backup_prefix, render, replicas
+from harness.reference.render import (DECIDED_BY_WEBHOOK, ETCD_VOLUME_SIZE, ReferenceSpec, backup_prefix, render,
+                                      replicas)
 from harness.wait import first_within, wait_for
 
 POOL_LABEL = "ha-harness/volume-pool"
+# Gardener's webhook reads the namespace from its cache and refuses (HTTP 500) until it is there.
+WEBHOOK_NAMESPACE_WAIT_S = 30.0
 TERMINAL = ("Failed", "Succeeded")  # a pod's phases after which it never runs again
 
 
@@ -67,6 +70,21 @@ def settled(spec: ReferenceSpec, pods: list[PodPlacement]) -> str | None:
         waiting += [f"{p.name} {p.phase}{', not ready' if p.phase == 'Running' else ''}" for p in mine
                     if not (p.phase == "Running" and p.ready) and not held_by_scheduler(p)]
     return "; ".join(waiting) or None
+
+
+def apply_through_webhook(api: Any, namespace: str, objects: list[dict[str, Any]]) -> None:
+    """Apply (idempotent) again while the webhook refuses for a namespace not in its cache yet."""
+    def refused() -> str | None:
+        try:
+            apply(api, objects)
+        except KubeApiError as e:
+            if e.status != 500:
+                raise
+            return str(e)
+        return None
+
+    wait_for(refused, lambda why: why is None, f"Gardener's webhook to admit the workloads of {namespace}",
+             WEBHOOK_NAMESPACE_WAIT_S, interval=0.5)
 
 
 def shoot_pki(spec: ReferenceSpec, seed: Seed, address: str | None) -> list[dict[str, Any]]:
@@ -139,7 +157,24 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
     if spec.delta_snapshot_period_s is not None and backup_store is None:
         raise ConfigError(f"etcd-main of {spec.namespace} is to be backed up, but no backup store was given: the "
                           "environment's cloud provides one (SeedBackupStore)")
+    from harness.kube import resource_manager
+
     api = cluster.connect(seed.kube)
+    try:
+        webhook = resource_manager.calls_ha_webhook(seed.kube)
+    except resource_manager.ResourceManagerError:
+        if spec.form in DECIDED_BY_WEBHOOK:
+            raise
+        webhook = False  # not readable with these credentials: deployed as if there were none
+    if spec.form in DECIDED_BY_WEBHOOK and not webhook:
+        raise CapabilityMissing(f"the {spec.form} form is decided by Gardener's webhook {resource_manager.HA_WEBHOOK}, "
+                                f"which this seed does not call: run gardener-resource-manager on it (a scenario in this form starts it "
+                                f"on the local seed, as `harness deploy --form {spec.form}` does)")
+    if spec.form not in DECIDED_BY_WEBHOOK and webhook:
+        raise EnvironmentStateError(f"this seed calls Gardener's webhook {resource_manager.HA_WEBHOOK}, which would "
+                                    f"rewrite the "
+                                    f"{spec.form} form's scheduling in {spec.namespace}: deploy the gardener form there, "
+                                    f"or stop gardener-resource-manager first (`harness down` stops it on the local seed)")
     objects = render(spec)
     await_namespace_gone(api, spec.namespace, timeout)
     apply(api, objects[:1])
@@ -160,7 +195,10 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
     if backup_store is not None and spec.delta_snapshot_period_s is not None and not _exists(api, spec.namespace,
                                                                                               BACKUP_SECRET):
         apply(api, [backup_secret(spec, backup_store)])  # once: a running etcd-main keeps its backups
-    apply(api, objects[1:])
+    if spec.form in DECIDED_BY_WEBHOOK:
+        apply_through_webhook(api, spec.namespace, objects[1:])
+    else:
+        apply(api, objects[1:])
     observed = wait_for(
         lambda: (pods := placement.observe(api, spec.namespace), settled(spec, pods)),
         lambda seen: seen[1] is None,

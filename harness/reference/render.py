@@ -3,7 +3,7 @@
 For a failure tolerance type and the seed's zones: the shoot namespace with the
 high-availability-config annotations, etcd-main and etcd-events StatefulSets with zonal
 volumes, kube-apiserver and gardener-resource-manager Deployments, their Services and
-PodDisruptionBudgets, and the etcd peer NetworkPolicy. Two scheduling forms:
+PodDisruptionBudgets, and the etcd peer NetworkPolicy. Three scheduling forms:
 
 - `gep20`: GEP-20's affinity rules: etcd case #1 (one zone: pod affinity on the zone plus
   required hostname anti-affinity) or case #2 (required zone anti-affinity); kube-apiserver
@@ -12,6 +12,12 @@ PodDisruptionBudgets, and the etcd peer NetworkPolicy. Two scheduling forms:
 - `conventions`: what Gardener's high-availability-config webhook makes of them: replica
   counts and topology spread constraints from harness.reference.conventions, node affinity
   to the zones of the namespace annotation.
+- `gardener`: the workloads as Gardener's components hand them to the seed, for Gardener's own
+  webhook (gardener-resource-manager, harness.kube.resource_manager) to decide: no affinity and
+  no spread constraints; the Deployments labelled with their type and one replica (kube-apiserver
+  three, with the HorizontalPodAutoscaler it is scaled by); the etcd StatefulSets as etcd-druid
+  makes them from the Etcd resources, three members and no type label. The counts the webhook is
+  expected to decide are the conventions form's.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from harness.kube.podgc import SEED_LB_CLASS
 from harness.reference import conventions as conv
 from harness.components import COMPONENTS, CONTROLPLANE_ROLE, ETCDS, Component
 
-FORMS = ("gep20", "conventions")
+FORMS = ("gep20", "conventions", "gardener")
+DECIDED_BY_WEBHOOK = ("gardener",)  # forms whose scheduling Gardener's webhook writes on the seed
+SHOOT_ROLE = ("gardener.cloud/role", "shoot")
 TOLERANCES = ("none", "node", "zone")
 DEFAULT_NAMESPACE = "shoot--harness--ref"
 DEFAULT_STORAGE_CLASS = "harness-zonal"
@@ -109,6 +117,7 @@ def replicas(spec: ReferenceSpec, c: Component) -> int:
         if c.name == "kube-apiserver" and spec.tolerance == "zone":
             return len(spec.zones)
         return GEP20_REPLICAS[spec.tolerance][key]
+    # conventions, and gardener (what the webhook is expected to decide: the conventions' count)
     count = conv.replica_count(c.ha_type, spec.tolerance, len(spec.zones), etcd=c.name in ETCDS)
     if c.name == "kube-apiserver" and spec.tolerance == "zone":
         # Scaled horizontally, the table's count is a minimum; one per zone as GEP-20 has it.
@@ -154,9 +163,32 @@ def _conventions_scheduling(spec: ReferenceSpec, c: Component, count: int) -> di
     return out
 
 
+def manifest_replicas(spec: ReferenceSpec, c: Component) -> int:
+    """The count the workload is handed to the seed with: in the gardener form, the component's own
+    before the webhook decides (etcd-druid's from the Etcd resource; kube-apiserver its
+    autoscaler's minimum); else the count it runs with."""
+    if spec.form != "gardener" or c.name in ETCDS:
+        return replicas(spec, c)
+    return autoscaled(spec)[0] if c.name == "kube-apiserver" else 1
+
+
+def autoscaled(spec: ReferenceSpec) -> tuple[int, int]:
+    """kube-apiserver's HorizontalPodAutoscaler in the gardener form: (minReplicas, maxReplicas),
+    both one per zone as GEP-20 has it, so that nothing here scales it."""
+    return len(spec.zones), len(spec.zones)
+
+
+def _scheduling(spec: ReferenceSpec, c: Component, count: int) -> dict[str, Any]:
+    if spec.form == "gep20":
+        return _gep20_scheduling(spec, c)
+    if spec.form == "conventions":
+        return _conventions_scheduling(spec, c, count)
+    return {}  # gardener: the webhook writes it
+
+
 def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
     count = replicas(spec, c)
-    scheduling = _gep20_scheduling(spec, c) if spec.form == "gep20" else _conventions_scheduling(spec, c, count)
+    scheduling = _scheduling(spec, c, count)
     container: dict[str, Any] = {
         "name": c.name.split("-")[0] if c.name in ETCDS else c.name,
         "image": c.image,
@@ -180,13 +212,15 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
         if c.name == "etcd-main" and spec.delta_snapshot_period_s is not None:
             pod_spec["containers"].append(_backup_container(spec, container["volumeMounts"]))
             pod_spec["volumes"].append({"name": BACKUP_VOLUME, "secret": {"secretName": BACKUP_SECRET}})
+    labels = dict(c.labels)
+    if not (spec.form == "gardener" and c.name in ETCDS):  # etcd-druid's StatefulSets carry no type
+        labels[conv.LABEL_TYPE] = c.ha_type
     workload: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": c.kind,
-        "metadata": {"name": c.name, "namespace": spec.namespace,
-                     "labels": {**c.labels, conv.LABEL_TYPE: c.ha_type}},
+        "metadata": {"name": c.name, "namespace": spec.namespace, "labels": labels},
         "spec": {
-            "replicas": count,
+            "replicas": manifest_replicas(spec, c),
             "selector": {"matchLabels": dict(c.selector)},
             "template": {"metadata": pod_meta, "spec": pod_spec},
         },
@@ -272,12 +306,17 @@ def _peer_policy(spec: ReferenceSpec) -> dict[str, Any]:
 
 
 def namespace(spec: ReferenceSpec) -> dict[str, Any]:
+    labels = {conv.LABEL_CONSIDER: "true"}
+    if spec.form in DECIDED_BY_WEBHOOK:
+        # As gardenlet labels a shoot's namespace: Gardener registers its webhooks for namespaces
+        # with a role only (its pod webhooks then see the pods too).
+        labels[SHOOT_ROLE[0]] = SHOOT_ROLE[1]
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
             "name": spec.namespace,
-            "labels": {conv.LABEL_CONSIDER: "true"},
+            "labels": labels,
             "annotations": {
                 conv.ANNOTATION_ZONES: ",".join(spec.zones),
                 conv.ANNOTATION_FAILURE_TOLERANCE_TYPE: spec.tolerance_annotation,
@@ -286,10 +325,23 @@ def namespace(spec: ReferenceSpec) -> dict[str, Any]:
     }
 
 
+def _autoscaler(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
+    low, high = autoscaled(spec)
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": c.name, "namespace": spec.namespace, "labels": dict(c.selector)},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": c.kind, "name": c.name},
+                     "minReplicas": low, "maxReplicas": high,
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                         "type": "Utilization", "averageUtilization": 80}}}]}}
+
+
 def render(spec: ReferenceSpec) -> list[dict[str, Any]]:
-    """Every object of the reference control plane, the namespace first."""
+    """Every object of the reference control plane, the namespace first; in the gardener form
+    kube-apiserver's autoscaler before its Deployment (the webhook looks for it)."""
     objects = [namespace(spec)]
     for c in COMPONENTS.values():
+        if spec.form == "gardener" and c.name == "kube-apiserver":
+            objects.append(_autoscaler(spec, c))
         objects += [_workload(spec, c), *_services(spec, c), _pdb(spec, c)]
     objects.append(_peer_policy(spec))
     return objects

@@ -39,6 +39,9 @@ def _(cloud: AwsAccess) -> None:
        target_fixture="machine_probe")
 def _(cloud: AwsAccess, env: Environment, timeline: Timeline, machine_probes: list[Any], zone: str,
       seconds: float) -> MachineApiProbe:
+    """With the machine controller's own credentials, an instance launched in the zone's subnet and
+    the one before it terminated every interval (one always stands, so a deletion is tried even
+    while creation fails); started once its first create and delete worked."""
     if cloud.machine_credentials is None or cloud.image_id is None:
         raise CapabilityMissing("the AWS account has no machine controller to probe: configure [aws] machine_principal, "
                                 "machine_profile (its credentials) and image_id (what the probe launches)")
@@ -67,11 +70,14 @@ def _(etcd: EtcdCluster, faults: FaultRunner, zone: str) -> Outage:
 
 @when(parsers.parse("{zone}'s subnets get a network ACL denying the other zones"), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, zone: str) -> Outage:
+    """The zone's subnets get an ACL that denies only the other zones' subnets (the
+    availability-zone scope): the zone keeps its own traffic."""
     return apply_faults(etcd, faults, [("aws-zone-outage", zone, {"scope": "availability-zone"})])
 
 
 @when(parsers.parse('the instance of node "{node}" is {mode}'), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, node: str, mode: str) -> Outage:
+    """The node's EC2 instance `stopped`, `terminated` or `rebooted` through the AWS API."""
     kinds = {"stopped": "aws-instance-stop", "terminated": "aws-instance-terminate", "rebooted": "aws-instance-reboot"}
     judge.holds(mode in kinds, f"an instance failure mode out of {', '.join(kinds)}", mode)
     return apply_faults(etcd, faults, [(kinds[mode], node, {})])
@@ -79,6 +85,8 @@ def _(etcd: EtcdCluster, faults: FaultRunner, node: str, mode: str) -> Outage:
 
 @when("the network ACLs and the machine credentials are restored", target_fixture="outage")
 def _(env: Environment, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    """Both faults of GEP-20's AWS outage healed (the ACL associations put back, the access key
+    active again); the return is when the last heal was done."""
     return _restore(env, faults, timeline, outage, ("aws-zone-outage", "aws-revoke-credentials"))
 
 
@@ -90,6 +98,7 @@ def _(env: Environment, faults: FaultRunner, timeline: Timeline, outage: Outage)
 
 @when("the instance is started again", target_fixture="outage")
 def _(env: Environment, faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    """Heals the instance's failure (a stopped instance started again)."""
     return _restore(env, faults, timeline, outage, ("aws-instance-stop", "aws-instance-terminate", "aws-instance-reboot"))
 
 
@@ -106,6 +115,8 @@ def _restore(env, faults: FaultRunner, timeline: Timeline, outage: Outage, kinds
 
 @then(parsers.parse('machines can be neither created nor deleted in zone "{zone}"'))
 def _(machine_probe: MachineApiProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
+    """Every create and delete the machine probe tried since the revocation took effect was
+    refused as AWS refuses an inactive key (waiting up to 30 s for one of each)."""
     revoked = max(f.effective_at for f in outage.faults)
     wait_for(lambda: _kinds(machine_probe, revoked), lambda k: {"create", "delete"} <= k,
              f"the machine probe's create and delete attempts in {zone} since the revocation", 30)

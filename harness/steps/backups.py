@@ -63,11 +63,13 @@ def _(env: Environment, etcd: EtcdCluster, faults: FaultRunner) -> Outage:
 
 @when(parsers.parse('the volume of member "{member}" is lost'), target_fixture="outage")
 def _(env: Environment, etcd: EtcdCluster, faults: FaultRunner, member: str) -> Outage:
+    """The member killed and its volume gone (volume-loss, irreversible): it comes back empty."""
     return apply_faults(etcd, faults, [_volume(env, etcd, member)])
 
 
 @when("the volumes of every member are lost", target_fixture="outage")
 def _(env: Environment, etcd: EtcdCluster, faults: FaultRunner) -> Outage:
+    """Every member's volume lost at once: a permanent quorum loss, for the backups to recover."""
     return apply_faults(etcd, faults, [_volume(env, etcd, m.name) for m in etcd.members], together=True)
 
 
@@ -229,6 +231,8 @@ def _(etcd: EtcdCluster, task_endpoint: TaskEndpoint, timeline: Timeline, count:
       target_fixture="recovery")
 def _(env: Environment, task_endpoint: TaskEndpoint, task: dict[str, Any], timeline: Timeline, expected: str,
       limit: str) -> dict[str, Any]:
+    """The DEP-05 task finished within the bound from its creation, in that state; what it
+    restored is handed on to the steps after."""
     name = task["name"]
     polled = poll_within(lambda: tasks.get_task(task_endpoint.kube, task_endpoint.namespace, name),
                          lambda got: (got.get("status") or {}).get("taskStatus") in tasks.FINISHED,
@@ -275,6 +279,7 @@ def _(task_endpoint: TaskEndpoint, task: dict[str, Any], timeline: Timeline, lim
 
 @then(parsers.parse('the task is rejected, saying "{text}"'))
 def _(task_endpoint: TaskEndpoint, task: dict[str, Any], text: str) -> None:
+    """The task ended Rejected (within 30 s), the text in its lastOperation and in its lastErrors."""
     done = tasks.summary(tasks.wait_finished(task_endpoint.kube, task_endpoint.namespace, task["name"], 30.0))
     reason = (done["lastOperation"] or {}).get("reason", "")
     judge.equal(done["state"], tasks.REJECTED, f"the state of task {task['name']} ({reason})")
@@ -294,6 +299,8 @@ def _(task_endpoint: TaskEndpoint, count: str, state: str, kind: str) -> None:
 @then(parsers.re(r"the backup store holds an? (?P<kind>full|delta) snapshot covering every write acknowledged before "
                  r"the task"))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, task: dict[str, Any], kind: str) -> None:
+    """A full or delta snapshot in the store reaching the highest revision the probe saw
+    acknowledged before the task was created."""
     acked = max((s.revision or 0 for s in probe.history.samples if s.kind == "write" and s.ok and s.end < task["created"]),
                 default=0)
     names = [n for n in _backups(etcd).backup_store().list() if n.kind == {"full": FULL, "delta": DELTA}[kind]]
@@ -304,6 +311,7 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, task: dict[str, Any], kind: s
 
 @then(parsers.parse("etcd is back with {members:d} healthy members in {zones:d} zones"))
 def _(etcd: EtcdCluster, members: int, zones: int) -> None:
+    """Every member healthy with one leader, that many of them, in that many zones."""
     try:
         statuses = etcd.wait_healthy()
     except WaitTimeout as e:

@@ -53,6 +53,9 @@ def _(env: Any, etcd: EtcdCluster, faults: FaultRunner, target_zone: str, ahead:
 
 @when("the target zone comes back, its member's catch-up measured", target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, target_zone: str, outage: Outage) -> Outage:
+    """Heals the target zone and measures its member's catch-up: the time to the leader's revision,
+    the bytes each zone pair carried, the snapshots the leader sent, the leader's CPU (figures of
+    the timeline the next steps judge)."""
     catch_up = outage.catch_up
     if catch_up is None:
         raise ConfigError("a catch-up is measured from when its zone went: When the target zone goes down until the "
@@ -87,6 +90,7 @@ def _catch_up(timeline: Timeline) -> dict[str, Any]:
 
 @then(parsers.re(r"its member catches up from (?P<source>a snapshot|the log)"))
 def _(timeline: Timeline, source: str) -> None:
+    """From a snapshot: the leader sent it at least one; from the log: none."""
     figures = _catch_up(timeline)
     sent = figures["snapshots_sent"]
     judge.holds((sent > 0) == (source == "a snapshot"), f"the member caught up from {source}: the leader sent it "

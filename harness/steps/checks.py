@@ -48,6 +48,8 @@ def bound(etcd: EtcdCluster, timeline: Timeline, count: str, unit: str, what: st
 @then(parsers.re(r"a new leader is elected in a surviving zone within (?P<count>\d+(\.\d+)?) "
                  r"(?P<unit>s|election timeouts)"))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: str, unit: str) -> None:
+    """The first report after the outage's effect naming a leader other than the one before, in a
+    newer term: fails when none came within the bound or it sits in a zone that went down."""
     h = probe.history
     limit, what = bound(etcd, timeline, count, unit, "time to a new leader")
     report = _await(lambda: lead.new_leader(h.samples, outage.start, outage.leader_id_before, outage.term_before),
@@ -76,6 +78,8 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Tim
 
 @then(parsers.parse("the longest write gap during the outage is under {limit:g} s"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    """The longest stretch without an acknowledged write from the outage's effect to its end (or now),
+    an open one counted to the end; missed by no more than the harness stalled: inconclusive."""
     h = probe.history
     gap = av.longest_write_gap(h.samples, outage.start, outage.healed_at or timeline.now())
     timeline.mark("figure", "longest write gap during the outage", value=gap.length, unit="s", open=gap.open)
@@ -124,11 +128,15 @@ def p99_at_least(p99: av.Latency, limit: float, what: str) -> None:
 
 @then(parsers.parse("the 99th percentile of write latency during the outage is under {limit:g} ms"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    """Every write begun during the outage, a failed one as slow as the bound: fails when their 99th
+    percentile reaches it, inconclusive when only the machine's hold-ups made it."""
     p99_under(write_p99(probe, outage, timeline, "write latency", "under"), limit, "write latency")
 
 
 @then(parsers.parse("the 99th percentile of write latency during the outage is at least {limit:g} ms"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    """The fault is felt: the measured 99th percentile of the writes during the outage reaches the
+    bound (a failed write counts as the fastest)."""
     p99_at_least(write_p99(probe, outage, timeline, "write latency", "at least"), limit, "write latency")
 
 
@@ -218,6 +226,7 @@ def _(etcd: EtcdCluster, outage: Outage) -> None:
 
 @then("linearizable writes fail during the outage")
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
+    """From the last fault's effect to the return: no write acknowledged, and some attempted."""
     last_cut = max((f.effective_at for f in outage.faults), default=outage.start)
     acked, failed = av.writes_failed_between(probe.history.samples, last_cut, outage.healed_at or timeline.now())
     judge.equal(acked, 0, f"writes acknowledged during the outage ({failed} failed)")
@@ -226,6 +235,7 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline) -> None:
 
 @then(parsers.parse('serializable reads from the member in zone "{zone}" are still served'))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, zone: str) -> None:
+    """Every serializable read the probe asked of that zone's members during the outage was served."""
     last_cut = max((f.effective_at for f in outage.faults), default=outage.start)
     judge.holds(bool(etcd.members_in(zone)), f"zone {zone} has a member to read from", seen=[m.name for m in etcd.members])
     for m in etcd.members_in(zone):
@@ -236,6 +246,8 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Tim
 
 @then(parsers.parse("writes resume within {limit:g} s of its return"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    """The first write acknowledged after the return came within the bound (more when the fault was
+    held past what the scenario said); missed by the harness's stalls or its sampling: inconclusive."""
     assert outage.healed_at is not None, "no zone came back in this scenario"
     held_over = outage.held_over()
     after = _await(lambda: av.first_ack_after(probe.history.samples, outage.healed_at), limit + held_over,
@@ -272,6 +284,8 @@ def _catch_up(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, name
 
 @then(parsers.parse("its member catches up within {limit:g} s"))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float) -> None:
+    """Each member of the zones that returned reports the highest revision answered before the
+    return within the bound, from its status requests."""
     names = [m.name for z in outage.returned for m in etcd.members_in(z)]
     judge.holds(bool(names), f"the zones that returned ({', '.join(outage.returned) or 'none'}) have a member",
                 seen=[f"{m.name} in {m.zone}" for m in etcd.members])
@@ -281,6 +295,7 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Tim
 @then(parsers.parse('member "{member}" catches up within {limit:g} s'))
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Timeline, member: str,
       limit: float) -> None:
+    """As `its member catches up within N s`, for one named member."""
     _catch_up(probe, outage, timeline, [etcd.member(member).name], limit)
 
 
@@ -331,12 +346,15 @@ def at_most_elections(found: lead.Elections, allowed: float, what: str) -> None:
 
 @then(parsers.parse("at most {count:d} leader elections happen per minute of the outage"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: int) -> None:
+    """Elections from the probe's reports over the outage, scaled to its length: fails on more, and
+    on reports that cannot rule more out."""
     found, minutes = elections(probe, outage, timeline)
     at_most_elections(found, count * minutes, f"at most {count} elections a minute over {minutes * 60:.1f} s")
 
 
 @then(parsers.parse("at least {count:d} leader elections happen during the outage"))
 def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: int) -> None:
+    """At least that many elections seen in the probe's reports over the outage."""
     found, minutes = elections(probe, outage, timeline)
     judge.holds(found.at_least >= count, f"at least {count} elections over {minutes * 60:.1f} s", found.describe())
 
@@ -354,6 +372,7 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, count: int) 
 
 @then("etcd raises its NOSPACE alarm")
 def _(etcd: EtcdCluster, outage: Outage, timeline: Timeline) -> None:
+    """etcd's alarm list shows NOSPACE within 5 s."""
     def raised() -> list[tuple[int, str]] | None:
         client = etcd.client(etcd.members[0].name, timeout=2.0)
         try:
@@ -394,6 +413,9 @@ def _(etcd: EtcdCluster, probes: Probes, loads: Loads, timeline: Timeline) -> No
 
 @then("no acknowledged write is lost")
 def _(etcd: EtcdCluster, probes: Probes, probe: AvailabilityProbe, timeline: Timeline) -> None:
+    """Once the probes stopped and the members reached one revision, each member's keys under the
+    probe's prefix are read: a write the probe saw acknowledged missing on any member fails, and so
+    does a member that does not answer."""
     probes.stop_all()
     h = probe.history
     judge.holds(len(h.acked()) > 0, "the probe had acknowledged writes to check", seen=len(h.acked()))

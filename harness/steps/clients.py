@@ -23,6 +23,8 @@ def _client_of(etcd: EtcdCluster, zone: str | None = None) -> Any:
 
 @when("another client deletes the probe's keys")
 def _(etcd: EtcdCluster, probe: AvailabilityProbe, timeline: Timeline) -> None:
+    """A client beside the harness removes what the probe wrote: the must-fail suite's way to make
+    an acknowledged write go missing."""
     client = _client_of(etcd, probe.via_zone)
     try:
         gone = client.delete_prefix(probe.history.prefix)
@@ -33,6 +35,7 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, timeline: Timeline) -> None:
 
 @when("another client deletes the load's keys")
 def _(etcd: EtcdCluster, loads: Loads, timeline: Timeline) -> None:
+    """A client beside the harness removes the load's keys (every prefix the loads wrote)."""
     client = _client_of(etcd)
     try:
         gone = sum(client.delete_prefix(p) for p in sorted({run.spec.key_prefix for run in loads.runs}))
@@ -43,6 +46,8 @@ def _(etcd: EtcdCluster, loads: Loads, timeline: Timeline) -> None:
 
 @when(parsers.parse("a client the history does not know writes the load's {keys:d} shared keys"))
 def _(etcd: EtcdCluster, loads: Loads, timeline: Timeline, keys: int) -> None:
+    """A client outside the load's recorded history writes its shared keys: values the history
+    cannot explain."""
     prefix = loads.runs[0].spec.key_prefix
     client = _client_of(etcd)
     try:
@@ -55,6 +60,7 @@ def _(etcd: EtcdCluster, loads: Loads, timeline: Timeline, keys: int) -> None:
 
 @when("another client deletes the shoot API probe's ConfigMaps")
 def _(shoot_probe: Any, timeline: Timeline) -> None:
+    """The shoot API probe's ConfigMaps removed by another client, through the shoot's API."""
     from harness.probes.shoot_api import NAMESPACE, PROBE_LABEL
 
     client = shoot_probe.client()

@@ -23,17 +23,24 @@ from harness.steps.holders import Probes
 
 @given("etcd's detectors are watched", target_fixture="detectors")
 def _(probes: Probes, etcd: EtcdCluster, timeline: Timeline) -> det.DetectorProbe:
+    """etcd's own detectors sampled over time (per member: its /health, and from its metrics
+    whether it has a leader and how many of its peers' streams are active): when each one said
+    failing, for the time-to-detect steps."""
     return probes.add(det.DetectorProbe(det.etcd_sources(etcd), timeline).start())
 
 
 @given("the shoot control plane's detectors are watched", target_fixture="detectors")
 def _(probes: Probes, etcd: EtcdCluster, shoot: Shoot, seed: Seed, env: Any, timeline: Timeline) -> det.DetectorProbe:
+    """etcd's detectors and the shoot's: each kube-apiserver's /readyz from its own zone, the load
+    balancer's verdict on them where the environment can say it, and the seed's nodes."""
     sources = det.etcd_sources(etcd) + det.shoot_sources(seed, shoot.spec.namespace, env)
     return probes.add(det.DetectorProbe(sources, timeline).start())
 
 
 @given("the seed's zones are watched for an outage", target_fixture="detectors")
 def _(probes: Probes, seed: Seed, timeline: Timeline) -> det.DetectorProbe:
+    """GEP-20's "Identify a Zone outage", per zone of the seed: failing while every node of the
+    zone is NotReady or Unknown and tainted unreachable."""
     return probes.add(det.DetectorProbe(det.zone_sources(seed), timeline).start())
 
 
@@ -61,6 +68,8 @@ def _judge_detected(chosen: list[detection.Detection], since: float, limit: floa
 
 @then(parsers.parse('detector "{kind}" sees zone "{zone}" fail within {limit:g} s of the outage\'s effect'))
 def _(detectors: det.DetectorProbe, outage: Outage, timeline: Timeline, kind: str, zone: str, limit: float) -> None:
+    """Each detector of that kind in the zone said ok before, read without a gap, and said failing
+    within the bound after the outage's effect."""
     end = outage.window_end(timeline, limit)
     found = detection.detections(timeline.events, outage.start, min(end, outage.start + limit))
     _judge_detected(_in_zone(found, kind, zone), outage.start, limit, "the outage's effect", timeline)
@@ -69,6 +78,8 @@ def _(detectors: det.DetectorProbe, outage: Outage, timeline: Timeline, kind: st
 @then(parsers.parse('detector "{kind}" sees zone "{zone}" fail within {limit:g} s of the first failed {path} write'))
 def _(detectors: det.DetectorProbe, outage: Outage, timeline: Timeline, request: Any, kind: str, zone: str,
       path: str, limit: float) -> None:
+    """As the outage's detection, counted from the first failed write of the etcd or shoot API probe
+    after the effect: what a client saw first."""
     probes = {"etcd": "probe", "shoot API": "shoot_probe"}
     if path not in probes:
         raise ConfigError(f"no write probe of {path!r}; the paths: {', '.join(probes)}")

@@ -11,6 +11,7 @@ from pytest_bdd import parsers, when
 from harness import explore
 from harness.errors import ConfigError
 from harness.etcd_gateway import EtcdRequestError
+from harness.faults.operator import RESOURCE_MANAGER
 from harness.faults.runner import FaultRunner
 from harness.probes.etcd import raft_terms
 from harness.providers.base import EtcdCluster, MemberProcesses
@@ -60,6 +61,8 @@ def _apply(etcd: EtcdCluster, faults: FaultRunner, kind: str, targets: list[str]
 
 @when(parsers.parse("the target zone goes down for {seconds:g} s"), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, target_zone: str, seconds: float) -> Outage:
+    """The target zone cut off at the router (zone-outage), held that long from its effect; it
+    stays down until a step brings it back, and the Then-steps between judge it."""
     return _apply(etcd, faults, "zone-outage", [target_zone], seconds)
 
 
@@ -71,16 +74,21 @@ def _(etcd: EtcdCluster, faults: FaultRunner, zone: str) -> Outage:
 
 @when(parsers.parse('zone "{zone}" goes down for {seconds:g} s'), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, zone: str, seconds: float) -> Outage:
+    """As `zone "{zone}" goes down`, held that long from its effect before the next step."""
     return _apply(etcd, faults, "zone-outage", [zone], seconds)
 
 
 @when(parsers.parse('zones "{first}" and "{second}" go down for {seconds:g} s'), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, first: str, second: str, seconds: float) -> Outage:
+    """Both zones cut off at the router, held that long from the first effect: with three zones,
+    the quorum is gone."""
     return _apply(etcd, faults, "zone-outage", [first, second], seconds)
 
 
 @when(parsers.parse('node "{node}" {how} for {seconds:g} s'), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, node: str, how: str, seconds: float) -> Outage:
+    """`is killed` (SIGKILL of its processes), `freezes` (SIGSTOP) or `loses its link`, held that
+    long from its effect."""
     if how not in NODE_MODES:
         raise ConfigError(f"unknown node failure {how!r}; accepted: {', '.join(NODE_MODES)}")
     return _apply(etcd, faults, NODE_MODES[how], [node], seconds)
@@ -117,6 +125,7 @@ def _(etcd: EtcdCluster, faults: FaultRunner, target_zone: str, how: str) -> Out
 
 @when(parsers.parse('zone "{a}" can no longer send to zone "{b}"'), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str) -> Outage:
+    """One way only: packets from a to b dropped at the router (zone-link-cut); b still reaches a."""
     return _grey(etcd, faults, "zone-link-cut", f"{a}>{b}", {}, [])
 
 
@@ -128,23 +137,27 @@ def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str) -> Outage:
 
 @when(parsers.parse('zone "{a}" loses {percent:g} % of its packets to zone "{b}"'), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str, percent: float) -> Outage:
+    """A share of a's packets to b dropped at the router (zone-link-loss), one way."""
     return _grey(etcd, faults, "zone-link-loss", f"{a}>{b}", {"loss_percent": percent}, [])
 
 
 @when(parsers.parse('packets larger than {size:d} bytes are dropped between zones "{a}" and "{b}"'),
       target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str, size: int) -> Outage:
+    """Both ways between the two zones, what a path MTU problem drops (zone-link-mtu)."""
     return _grey(etcd, faults, "zone-link-mtu", f"{a}<>{b}", {"larger_than": size}, [])
 
 
 @when(parsers.parse("every path between zones is delayed {delay:g} ms ± {jitter:g} ms"), target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, delay: float, jitter: float) -> Outage:
+    """Every path between two zones delayed, with jitter (zone-link-delay): no zone is cut off."""
     return _grey(etcd, faults, "zone-link-delay", "*>*", {"delay_ms": delay, "jitter_ms": jitter}, [])
 
 
 @when(parsers.parse('the link from zone "{a}" to zone "{b}" flaps, down {down:g} s and up {up:g} s at a time'),
       target_fixture="outage")
 def _(etcd: EtcdCluster, faults: FaultRunner, a: str, b: str, down: float, up: float) -> Outage:
+    """Cut both ways and restored in turn for as long as it lasts (zone-link-flap)."""
     return _grey(etcd, faults, "zone-link-flap", f"{a}<>{b}", {"down_s": down, "up_min_s": up}, [])
 
 
@@ -279,31 +292,38 @@ def _(etcd: EtcdCluster, timeline: Timeline, outage: Outage) -> Outage:
 @when("the backup store is reachable again", target_fixture="outage")
 @when("the flapping stops", target_fixture="outage")
 def _(faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    """Heals the scenario's outage (every fault of it): the return is when the last heal was done."""
     return restore_faults(faults, timeline, outage, None)
 
 
 @when(parsers.parse("the outage lasts {seconds:g} s"))
 def _(outage: Outage, timeline: Timeline, seconds: float) -> None:
+    """Holds the outage until that long after its effect (not after the step that asked for it)."""
     outage.hold(timeline, seconds)
 
 
 @when(parsers.parse("{seconds:g} s pass"))
 def _(seconds: float) -> None:
+    """Waits, the faults unchanged."""
     time.sleep(seconds)
 
 
 @when("the target zone comes back", target_fixture="outage")
 def _(faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    """Heals the outage of the target zone; the return is when the heal was done."""
     return restore_faults(faults, timeline, outage, None)
 
 
 @when(parsers.parse('zone "{zone}" comes back'), target_fixture="outage")
 def _(faults: FaultRunner, timeline: Timeline, outage: Outage, zone: str) -> Outage:
+    """Heals that zone's outage, without waiting for the region's health (a quorum may still be
+    missing on purpose); the return is when the heal was done."""
     return restore_faults(faults, timeline, outage, [zone])
 
 
 @when(parsers.parse('node "{node}" comes back'), target_fixture="outage")
 def _(faults: FaultRunner, timeline: Timeline, outage: Outage, node: str) -> Outage:
+    """Heals the node's failure; the return is when the heal was done."""
     return restore_faults(faults, timeline, outage, [node])
 
 
@@ -428,19 +448,40 @@ def _(etcd: EtcdCluster, faults: FaultRunner, timeline: Timeline, outage: Outage
 
 @when("its peer traffic comes back", target_fixture="outage")
 def _(faults: FaultRunner, timeline: Timeline, outage: Outage) -> Outage:
+    """Heals the scenario's outage (its peer blackhole): the return is when the heal was done."""
     return restore_faults(faults, timeline, outage, None)
 
 
 @when(parsers.parse('node "{node}" is drained'))
 def _(faults: FaultRunner, node: str) -> None:
+    """Cordoned, then its pods evicted through the Eviction API (node-drain): PodDisruptionBudgets
+    decide, refusals retried for [timeouts] drain."""
     faults.inject("node-drain", node)
 
 
 @when(parsers.parse('node "{node}" is cordoned'))
 def _(faults: FaultRunner, node: str) -> None:
+    """Marked unschedulable (node-cordon); its pods stay."""
     faults.inject("node-cordon", node)
 
 
 @when(parsers.parse('host "{host}" goes down'))
 def _(faults: FaultRunner, host: str) -> None:
+    """Every node of the host killed at once (host-outage)."""
     faults.inject("host-outage", host)
+
+
+@when("gardener-resource-manager goes down")
+def _(faults: FaultRunner) -> None:
+    """Its process gone, its webhooks still registered with failurePolicy Fail (resource-manager-down):
+    not the scenario's outage, which stays the one its Then-steps count from."""
+    faults.inject("resource-manager-down", RESOURCE_MANAGER)
+
+
+@when("gardener-resource-manager comes back")
+def _(faults: FaultRunner) -> None:
+    """Heals resource-manager-down: it runs again, its webhooks registered anew."""
+    (down,) = [a for a in faults.active if a.kind == "resource-manager-down"] or [None]
+    if down is None:
+        raise ConfigError("gardener-resource-manager is not down: no earlier step took it down")
+    faults.heal(down, wait=False)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from harness.config import Config
 from harness.kube import placement
 from harness.probes.availability import AvailabilityProbe, ProbeHistory
-from harness.providers.base import EtcdCluster
+from harness.errors import CapabilityMissing
+from harness.providers.base import Environment, EtcdCluster, SeedResourceManager
 from harness.timeline import Timeline
 from harness.topology import Seed
 
@@ -38,11 +39,20 @@ class Shoots:
         self.config, self.timeline, self.make_room = config, timeline, make_room
         self.deployed: list[tuple[Seed, str]] = []
         self.shoots: list[Shoot] = []
+        self.started: list[Callable[[], Any]] = []  # stops, run after the control planes are removed
 
-    def deploy(self, seed: Seed, spec: ReferenceSpec, backup_store: Any = None) -> Shoot:
+    def deploy(self, seed: Seed, spec: ReferenceSpec, backup_store: Any = None, env: Environment | None = None) -> Shoot:
+        """`env`: where a form needs more of the seed than the seed's API (Gardener's webhook)."""
         from harness.reference.deploy import deploy
+        from harness.reference.render import DECIDED_BY_WEBHOOK
         from harness.steps.scenario import Shoot
 
+        if spec.form in DECIDED_BY_WEBHOOK:
+            if not isinstance(env, SeedResourceManager):
+                raise CapabilityMissing(f"the {spec.form} form needs Gardener's gardener-resource-manager on the seed, "
+                                        f"which the {getattr(env, 'provider', 'given')} environment cannot run")
+            if env.start_resource_manager():
+                self.started.append(env.stop_resource_manager)
         if self.make_room is not None:
             self.make_room(spec)
         self.deployed.append((seed, spec.namespace))
@@ -58,9 +68,13 @@ class Shoots:
         for shoot in self.shoots:  # views that hold connections (port-forwards) let go of them
             for view in shoot.etcds.values():
                 getattr(view, "close", lambda: None)()
-        while self.deployed:
-            seed, namespace = self.deployed.pop()
-            undeploy(seed, namespace, self.config.timeouts.deploy, wait_namespace=False)
+        try:
+            while self.deployed:
+                seed, namespace = self.deployed.pop()
+                undeploy(seed, namespace, self.config.timeouts.deploy, wait_namespace=False)
+        finally:
+            while self.started:
+                self.started.pop()()
 
 
 class Probes:

@@ -72,6 +72,7 @@ def _(loads: Loads, etcd: EtcdCluster, rate: str, size: str, target: str, where:
 
 @when("the load stops")
 def _(loads: Loads, load: Any) -> None:
+    """The scenario's load stopped; the steps after judge its history."""
     load.stop(loads.fence_writer)
 
 
@@ -101,6 +102,9 @@ def measure(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: float, lab
 
 @when(parsers.re(r'cross-zone traffic is measured for (?P<seconds>[\d.]+) s(?: as "(?P<label>[^"]+)")?'), target_fixture="traffic")
 def _(env: Any, etcd: EtcdCluster, timeline: Timeline, seconds: str, label: str | None) -> dict[str, Any]:
+    """The bytes between each pair of zones over that long, from the router's counters (the wire)
+    and from the members' peer metrics, as the traffic steps' figures; with a label, kept apart
+    for a comparison."""
     return measure(env, etcd, timeline, float(seconds), label or "measure")
 
 
@@ -118,6 +122,7 @@ def _counted(traffic: dict[str, Any], source: str) -> None:
 
 @then(parsers.parse("cross-zone traffic stays below {limit:g} KiB/s"))
 def _(traffic: dict[str, Any], limit: float) -> None:
+    """The wire's total between zones over the measurement, below the bound (every pair counted)."""
     _counted(traffic, "wire")
     judge.holds(traffic["total_kib_s"]["wire"] < limit, f"cross-zone traffic below {limit:g} KiB/s",
                 seen=traffic["total_kib_s"])
@@ -125,6 +130,7 @@ def _(traffic: dict[str, Any], limit: float) -> None:
 
 @then(parsers.parse("cross-zone traffic is about {expected:g} KiB/s, within {tolerance:g} %"))
 def _(traffic: dict[str, Any], expected: float, tolerance: float) -> None:
+    """The wire's total between zones within the tolerance of the figure."""
     _counted(traffic, "wire")
     wire = traffic["total_kib_s"]["wire"]
     judge.holds(abs(wire - expected) <= expected * tolerance / 100,
@@ -133,6 +139,7 @@ def _(traffic: dict[str, Any], expected: float, tolerance: float) -> None:
 
 @then(parsers.parse('traffic between zone "{a}" and zone "{b}" stays below {limit:g} KiB/s'))
 def _(traffic: dict[str, Any], etcd: EtcdCluster, a: str, b: str, limit: float) -> None:
+    """Both directions between the two zones on the wire, below the bound."""
     _counted(traffic, "wire")
     both = tv.between(traffic, etcd.zone(a), etcd.zone(b))
     judge.holds(both["wire_kib_s"] < limit, f"traffic between {a} and {b} below {limit:g} KiB/s", seen=both)
@@ -140,6 +147,8 @@ def _(traffic: dict[str, Any], etcd: EtcdCluster, a: str, b: str, limit: float) 
 
 @then(parsers.parse("traffic between the followers' zones stays below {limit:g} KiB/s"))
 def _(traffic: dict[str, Any], etcd: EtcdCluster, limit: float) -> None:
+    """Both directions between the two followers' zones on the wire, below the bound (GEP-20:
+    followers hardly talk to each other)."""
     _counted(traffic, "wire")
     leader = etcd.leader(etcd.status())
     zones = [m.zone for m in etcd.members if m.name != leader]
@@ -178,6 +187,7 @@ def _(timeline: Timeline, more: str, less: str, low: float, high: float) -> None
 
 @then(parsers.parse("the peer metrics account for {low:g} to {high:g} % of the wire bytes"))
 def _(traffic: dict[str, Any], low: float, high: float) -> None:
+    """etcd's own peer byte counters, as a share of what the router counted on the wire."""
     _counted(traffic, "wire")
     _counted(traffic, "metrics")
     total = traffic["total_kib_s"]
@@ -290,7 +300,7 @@ def _(loads: Loads, timeline: Timeline) -> None:
     """Ordered, unique, atomic, reliable, resumable, progress notifications, prevKV and isCreate,
     and complete: every watcher delivered every event up to the fence written after the load."""
     from harness.load.history import operations, watchers
-    from harness.validate.oplog import acknowledged_writes
+    from harness.validate.oplog import acknowledged_writes, uncertain_values
     from harness.validate.watch import check_watchers
 
     stop_loads(loads, timeline)
@@ -301,8 +311,9 @@ def _(loads: Loads, timeline: Timeline) -> None:
                 seen={"watchers": len(records), "expected": expected})
     fence = loads.fence or {}
     judge.holds("revision" in fence, "the fence write every watcher is judged against was made", seen=fence)
-    history = acknowledged_writes([op for d in runs for op in operations(d)])
-    anomalies = check_watchers(records, history, through_revision=fence["revision"])
+    ops = [op for d in runs for op in operations(d)]
+    anomalies = check_watchers(records, acknowledged_writes(ops), through_revision=fence["revision"],
+                               uncertain=uncertain_values(ops))
     timeline.mark("figure", "watch events delivered", value=sum(len(r.events) for r in records), unit="events")
     for anomaly in anomalies[:50]:
         timeline.mark("anomaly", "watch", detail=str(anomaly)[:400])
@@ -312,6 +323,9 @@ def _(loads: Loads, timeline: Timeline) -> None:
 
 @then("no acknowledged write of the load is lost")
 def _(loads: Loads, etcd: EtcdCluster, timeline: Timeline) -> None:
+    """Once the loads stopped and the members converged: every acknowledged put of the load's
+    history is in the final state or was superseded by a later write of its key, and no delete
+    found it gone before anything removed it."""
     from harness.load.history import operations, tag, watchers
     from harness.probes.converge import converged
     from harness.validate.oplog import acknowledged_writes, deletes, uncertain_deletes

@@ -291,6 +291,8 @@ def _(env: Environment, lb: dict[str, Any], outage: Outage, timeline: Timeline, 
 
 @then(parsers.parse("the controller makes {count:d} or more load balancer updates during the outage"))
 def _(env: Environment, lb: dict[str, Any], outage: Outage, timeline: Timeline, count: int) -> None:
+    """The cloud's request log: how many ELB update calls the cloud controller manager made with
+    its key since the outage's effect."""
     since = time.time() - (timeline.now() - outage.start)
     calls = [r["action"] for r in _cloud(env).cloud_requests(since) if r["key"] == lb["key"] and r["action"] in ELB_UPDATES]
     timeline.mark("figure", "load balancer update calls during the outage", value=len(calls), unit="calls", calls=calls)

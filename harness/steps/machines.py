@@ -53,6 +53,8 @@ def _of_nodes(env: Environment, zone: str) -> list[dict[str, Any]]:
 
 @then(parsers.parse('within {limit:g} s the machines of zone "{zone}"\'s nodes are {phase}'))
 def _(env: Environment, outage: Outage, timeline: Timeline, limit: float, zone: str, phase: str) -> None:
+    """Every Machine of the zone's nodes in that phase (machine-controller-manager's own), first
+    seen within the bound."""
     _phase(phase)
 
     def others() -> list[str]:
@@ -102,6 +104,7 @@ def _(env: Environment, outage: Outage, timeline: Timeline, limit: float, zone: 
 
 @then(parsers.parse('the machines of every zone but "{zone}" are Running'))
 def _(env: Environment, zone: str) -> None:
+    """Every Machine outside the zone in phase Running."""
     z = env.zone(zone)
     others = [m for m in _controllers(env).machines() if m["zone"] != z]
     judge.holds(bool(others), f"machines outside {z}", seen=others)

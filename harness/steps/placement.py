@@ -38,16 +38,19 @@ def _pods(shoot: Shoot, name: str) -> list[placement.PodPlacement]:
 
 @given(parsers.parse("a fresh seed with {nodes:d} nodes per zone"), target_fixture="env")
 def _(region_factory: Callable[..., Environment], nodes: int) -> Environment:
+    """A region of the scenario's own whose seed has that many nodes in each zone."""
     return region_factory(nodes_per_zone=nodes)
 
 
 @given(parsers.parse("a fresh seed with {nodes:d} nodes per zone on {hosts:d} hosts per zone"), target_fixture="env")
 def _(region_factory: Callable[..., Environment], nodes: int, hosts: int) -> Environment:
+    """As a fresh seed with N nodes per zone, the nodes of a zone sharing its hosts round-robin (seed 004)."""
     return region_factory(nodes_per_zone=nodes, hosts_per_zone=hosts)
 
 
 @given(parsers.parse("a fresh seed with {nodes:d} nodes in each of {zones:d} zones"), target_fixture="env")
 def _(region_factory: Callable[..., Environment], nodes: int, zones: int) -> Environment:
+    """As a fresh seed with N nodes per zone, over that many zones (zone-a, zone-b, ...)."""
     return region_factory(nodes_per_zone=nodes, zones=zone_names(zones))
 
 
@@ -63,14 +66,18 @@ def _(region_factory: Callable[..., Environment], counts: str) -> Environment:
        target_fixture="shoot")
 def _(shoots: Shoots, seed: Seed, env: Environment, tolerance: str, form: str, members: str | None,
       two: str | None) -> Shoot:
+    """The reference control plane handed to the seed's scheduler (its pods on kwok's nodes, not
+    running for real): what the placement steps judge. Optionally five-member etcds, or two zones
+    only, against GEP-20's advice."""
     spec = ReferenceSpec(tolerance, env.zones, form, namespace=f"shoot--harness--{tolerance}-{form}",
                          storage_class=seed.storage_class, etcd_members=int(members) if members else None,
                          two_zones=bool(two))
-    return shoots.deploy(seed, spec)
+    return shoots.deploy(seed, spec, env=env)
 
 
 @then(parsers.re(r"(?P<name>[\w-]+) has one (member|replica) in each of (?P<zones>\d+) zones"))
 def _(shoot: Shoot, name: str, zones: str) -> None:
+    """Exactly one pod of the component in each of that many zones."""
     pods = _pods(shoot, name)
     counts = placement.per_domain(pods, "zone")
     judge.equal(sorted(counts.values()), [1] * int(zones), f"{name} pods per zone ({dict(counts)})\n{placement.table(pods)}")
@@ -78,6 +85,7 @@ def _(shoot: Shoot, name: str, zones: str) -> None:
 
 @then(parsers.re(r"(?P<name>[\w-]+) replicas span (?P<zones>\d+) zones with max skew (?P<skew>\d+)"))
 def _(shoot: Shoot, name: str, zones: str, skew: str) -> None:
+    """The component's pods in exactly that many zones, no zone more than the skew above another."""
     zones_, skew_ = int(zones), int(skew)
     counts = placement.per_domain(_pods(shoot, name), "zone")
     judge.equal(len(counts), zones_, f"zones holding {name} replicas ({dict(counts)})")
@@ -87,6 +95,8 @@ def _(shoot: Shoot, name: str, zones: str, skew: str) -> None:
 
 @then(parsers.re(r"no two (?P<name>[\w-]+) (members|replicas) share an? (?P<domain>[\w./-]+)"))
 def _(shoot: Shoot, name: str, domain: str) -> None:
+    """No two placed pods of the component on the same value of the topology key (a zone, a node,
+    a host); a node without that label fails too."""
     pods = [p for p in _pods(shoot, name) if p.node]
     judge.holds(bool(pods), f"{name} has placed members to compare", seen=pods)
     missing = [p.name for p in pods if p.domain(domain) is None]
@@ -97,6 +107,7 @@ def _(shoot: Shoot, name: str, domain: str) -> None:
 
 @then(parsers.re(r"all (?P<name>[\w-]+) (members|replicas) run in one zone on (?P<nodes>\d+) different nodes?"))
 def _(shoot: Shoot, name: str, nodes: str) -> None:
+    """Every pod of the component in one zone, on exactly that many nodes."""
     pods = _pods(shoot, name)
     judge.equal(len(placement.per_domain(pods, "zone")), 1, f"zones holding {name} members")
     judge.equal(len(placement.per_domain(pods, "node")), int(nodes), f"nodes holding {name} members")
@@ -105,6 +116,8 @@ def _(shoot: Shoot, name: str, nodes: str) -> None:
 @then(parsers.parse('{count:d} {name} pod stays Pending because "{reason}"'))
 @then(parsers.parse('{count:d} {name} pods stay Pending because "{reason}"'))
 def _(shoot: Shoot, count: int, name: str, reason: str) -> None:
+    """Exactly that many Pending pods of the component, each with the reason's text in its
+    scheduling condition."""
     stuck = placement.pending(_pods(shoot, name))
     judge.equal(len(stuck), count, f"Pending {name} pods ({[p.name for p in stuck]})")
     for p in stuck:
@@ -121,6 +134,7 @@ def _(shoot: Shoot) -> None:
 
 @then(parsers.parse("the busiest {domain} holds {count:d} {name} members"))
 def _(shoot: Shoot, domain: str, count: int, name: str) -> None:
+    """The most pods of the component on any one zone, node or host is exactly that many."""
     counts = placement.per_domain(_pods(shoot, name), domain)
     judge.equal(max(counts.values(), default=0), count, f"most {name} members on one {domain} ({dict(counts)})")
 
@@ -128,6 +142,7 @@ def _(shoot: Shoot, domain: str, count: int, name: str) -> None:
 @then(parsers.parse("the PodDisruptionBudget of {name} allows {count:d} disruption"))
 @then(parsers.parse("the PodDisruptionBudget of {name} allows {count:d} disruptions"))
 def _(shoot: Shoot, name: str, count: int) -> None:
+    """The component's PodDisruptionBudget reports exactly that many disruptions allowed now."""
     component(name)
     budgets = placement.disruption_budgets(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
     judge.equal(budgets.get(name, {}).get("disruptions_allowed"), count, f"disruptions allowed by {name}'s budget ({budgets.get(name)})")
@@ -178,6 +193,7 @@ def _(shoot: Shoot, timeline: Timeline, datatable: list[list[str]], limit: float
 
 @then(parsers.parse('within {limit:g} s every node of host "{host}" is NotReady'))
 def _(env: Environment, seed: Seed, limit: float, host: str) -> None:
+    """Every node of the host NotReady, first seen within the bound."""
     names = {n.name for n in env.host(host)}  # type: ignore[attr-defined]
 
     def still_ready() -> list[str]:
@@ -189,6 +205,7 @@ def _(env: Environment, seed: Seed, limit: float, host: str) -> None:
 
 @then(parsers.parse("within {limit:g} s {count:d} {name} members are not Ready"))
 def _(shoot: Shoot, limit: float, count: int, name: str) -> None:
+    """Exactly that many pods of the component not ready (or being deleted), first seen within the bound."""
     def unready() -> list[str]:
         pods = placement.observe(cluster.connect(shoot.seed.kube), shoot.spec.namespace)
         return [p.name for p in pods if p.component == name and (not p.ready or p.deleting)]
@@ -199,6 +216,8 @@ def _(shoot: Shoot, limit: float, count: int, name: str) -> None:
 
 @then(parsers.parse('within {limit:g} s all {count:d} {name} replicas are Running outside zone "{zone}"'))
 def _(shoot: Shoot, timeline: Timeline, limit: float, count: int, name: str, zone: str) -> None:
+    """That many pods of the component Running and ready in zones other than that one, first seen
+    within the bound."""
     def outside(found: list[placement.PodPlacement]) -> int:
         return sum(1 for p in found if p.serving and p.zone not in (None, zone))
 

@@ -29,6 +29,8 @@ def _(region_etcd: EtcdCluster, members: int, zones: int) -> EtcdCluster:
 
 @given(parsers.parse("a fresh region with {members:d} etcd members in the {layout} layout"), target_fixture="env")
 def _(region_factory: Callable[..., Environment], members: int, layout: str) -> Environment:
+    """A region of the scenario's own in a layout: multi-zone (GEP-20 case #2, one member per
+    zone) or single-zone (case #1, the members on different nodes of one zone)."""
     return region_factory(members=members, layout=layout)
 
 
@@ -121,18 +123,22 @@ def _(region_factory: Callable[..., Environment], members: str, ms: str) -> Envi
 
 @given("the zone of the etcd leader is the target zone", target_fixture="target_zone")
 def _(etcd: EtcdCluster) -> str:
+    """The zone of the member that leads once the region is healthy: what the When-steps on "the
+    target zone" take away."""
     leader = etcd.leader(etcd.wait_healthy())
     return etcd.member(leader).zone  # type: ignore[arg-type]
 
 
 @given("a zone without the etcd leader is the target zone", target_fixture="target_zone")
 def _(etcd: EtcdCluster) -> str:
+    """The first zone whose member is a follower once the region is healthy."""
     leader = etcd.leader(etcd.wait_healthy())
     return next(z for z in etcd.zones if z != etcd.member(leader).zone)  # type: ignore[arg-type]
 
 
 @given(parsers.parse('zone "{zone}" is the target zone'), target_fixture="target_zone")
 def _(env: Environment, zone: str) -> str:
+    """A zone named in the scenario, checked against the environment's zones."""
     return env.zone(zone)
 
 
@@ -163,12 +169,18 @@ def _(etcd: EtcdCluster, zone: str) -> None:
 
 @given(parsers.parse("write and read probes run every {ms:d} ms from a client in another zone"), target_fixture="probe")
 def _(probes: Probes, etcd: EtcdCluster, target_zone: str, ms: int) -> AvailabilityProbe:
+    """As the probes from a named zone, from the first zone that is not the target zone: the
+    client keeps its view of the cluster while the target goes."""
     via = next(z for z in etcd.zones if z != target_zone)
     return probes.start(etcd, via, ms / 1000)
 
 
 @given(parsers.parse('write and read probes run every {ms:d} ms from a client in zone "{zone}"'), target_fixture="probe")
 def _(probes: Probes, etcd: EtcdCluster, zone: str, ms: int) -> AvailabilityProbe:
+    """A linearizable write (a new key) every interval, failing over between members (own zone
+    first, as a client with every endpoint does), and a serializable read and a status request of
+    each member, all from that zone's client namespace; the harness's own view asks each member
+    its raft state too. Every Then-step about writes, leaders and catch-up reads these samples."""
     return probes.start(etcd, etcd.zone(zone), ms / 1000)
 
 
@@ -182,10 +194,14 @@ def _(probes: Probes, etcd: EtcdCluster, zone: str, ms: int, seconds: float) -> 
 
 @given(parsers.parse("each member's health is checked every {ms:d} ms, as its readiness probe does"))
 def _(probe: AvailabilityProbe, ms: int) -> None:
+    """Each member's /health asked every interval from its own zone (a leader, and a
+    linearizable read served), as "health" samples beside the probe's."""
     probe.check_health(ms / 1000)
 
 
 @given(parsers.parse('write probes of {kib:d} KiB values and read probes run every {ms:d} ms from a client in zone '
                      '"{zone}"'), target_fixture="probe")
 def _(probes: Probes, etcd: EtcdCluster, kib: int, zone: str, ms: int) -> AvailabilityProbe:
+    """As the probes from a zone, each write's value padded to the size: a write then spans many
+    packets, which an MTU fault drops."""
     return probes.start(etcd, etcd.zone(zone), ms / 1000, kib * 1024)

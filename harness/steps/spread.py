@@ -97,6 +97,7 @@ def _(spread_workload: Spread, timeline: Timeline, name: str, times: str) -> Non
 
 @then(parsers.re(r'(?P<count>\d+) replicas? of "(?P<name>[\w-]+)" (runs?|are Running)'))
 def _(spread_workload: Spread, count: str, name: str) -> None:
+    """Exactly that many replicas of the workload Running, ready and on a Ready node."""
     pods = _named(spread_workload, name).placed()
     running = [p for p in pods if p.serving]
     judge.equal(len(running), int(count), f"Running replicas of {name}\n{placement.table(pods)}")
@@ -104,6 +105,8 @@ def _(spread_workload: Spread, count: str, name: str) -> None:
 
 @then(parsers.re(r'(?P<count>\d+) replicas? of "(?P<name>[\w-]+)" stays? Pending because "(?P<reason>[^"]+)"'))
 def _(spread_workload: Spread, count: str, name: str, reason: str) -> None:
+    """Exactly that many Pending replicas of the workload, each with the reason's text in its
+    scheduling condition."""
     stuck = placement.pending(_named(spread_workload, name).placed())
     judge.equal(len(stuck), int(count), f"Pending replicas of {name} ({[p.name for p in stuck]})")
     for p in stuck:
@@ -112,6 +115,7 @@ def _(spread_workload: Spread, count: str, name: str, reason: str) -> None:
 
 @then(parsers.parse('"{name}" runs in one zone on {nodes:d} different nodes'))
 def _(spread_workload: Spread, name: str, nodes: int) -> None:
+    """Every placed replica of the workload in one zone, on exactly that many nodes."""
     pods = [p for p in _named(spread_workload, name).placed() if p.node]
     judge.equal(len(placement.per_domain(pods, "zone")), 1, f"zones holding {name} replicas\n{placement.table(pods)}")
     judge.equal(len(placement.per_domain(pods, "node")), nodes, f"nodes holding {name} replicas")
@@ -119,6 +123,8 @@ def _(spread_workload: Spread, name: str, nodes: int) -> None:
 
 @then(parsers.parse('"{name}" is within max skew {zone:d} over zones and {node:d} over nodes'))
 def _(spread_workload: Spread, name: str, zone: int, node: int) -> None:
+    """The workload's placed replicas: no zone more than the zone skew above another, no node more
+    than the node skew."""
     s = _named(spread_workload, name)
     pods = [p for p in s.placed() if p.node]
     seen = spread.skews(pods, spread.domains(s.api()))
@@ -143,6 +149,7 @@ def _(spread_workload: Spread, name: str, skew: int) -> None:
 
 @then(parsers.parse('every rollout left "{name}" within max skew {skew:d} over zones'))
 def _(spread_workload: Spread, name: str, skew: int) -> None:
+    """After each rollout, the workload's zones within the skew."""
     s = _named(spread_workload, name)
     seen = _rollout_skews(s)
     judge.holds(max(seen) <= skew, f"every rollout of {name} left its zones within max skew {skew}",

@@ -245,6 +245,16 @@ def uncertain_deletes(ops: Iterable[Op]) -> set[str]:
     }
 
 
+def uncertain_values(ops: Iterable[Op]) -> dict[str, set[str]]:
+    """Per key, the values of writes whose outcome the client never learnt (indeterminate: timed
+    out or cut off): each may be in the store without the history showing at which revision."""
+    out: dict[str, set[str]] = {}
+    for op in ops:
+        if op.is_write and op.ok is None and op.value is not None:
+            out.setdefault(op.key, set()).add(op.value)
+    return out
+
+
 def deletes(ops: Iterable[Op]) -> list[Op]:
     """Every delete, in the order they were sent."""
     return sorted((op for op in ops if op.kind == "delete"), key=lambda op: op.invoke)

@@ -508,13 +508,16 @@ def progress_notified(record: WatchRecord, history: KeyHistory, others: Iterable
     return found
 
 
-def event_details(record: WatchRecord, history: KeyHistory, others: Iterable[WatchRecord] = ()) -> list[WrongEventDetail]:
+def event_details(record: WatchRecord, history: KeyHistory, others: Iterable[WatchRecord] = (),
+                  uncertain: Mapping[str, Collection[str]] | None = None) -> list[WrongEventDetail]:
     """prevKV and isCreate of each event against the key's history: the event before it in the
     history (acknowledged writes and every watcher's events; keys start absent) says what the
     previous value was and whether the key existed. A key no recorded operation wrote (one bound to
     a lease: its put is not checked, its expiry not recorded) is known only from the watchers'
     events: an event with none before it may follow a write from before any watcher started, and
-    is not judged."""
+    is not judged. `uncertain`: per key, the values of writes whose outcome the client never
+    learnt (timed out, cut off: oplog.uncertain_values); such a write may have been applied
+    unseen, so a prevKV that is one of them is no anomaly."""
     if not record.details:
         return []
     per_key: dict[str, list[WatchEvent]] = {}
@@ -533,16 +536,16 @@ def event_details(record: WatchRecord, history: KeyHistory, others: Iterable[Wat
             found.append(WrongEventDetail(record.watcher, i, e, "isCreate", d.created == e.revision, not existed))
         if d.prev_known:
             want = prev.value if existed and prev is not None else None
-            if d.prev != want:
+            if d.prev != want and d.prev not in (uncertain or {}).get(e.key, ()):
                 found.append(WrongEventDetail(record.watcher, i, e, "prevKV", d.prev, want))
     return found
 
 
-def check_watchers(records: Sequence[WatchRecord], history: KeyHistory,
-                   through_revision: int | None = None) -> list[WatchAnomaly]:
+def check_watchers(records: Sequence[WatchRecord], history: KeyHistory, through_revision: int | None = None,
+                   uncertain: Mapping[str, Collection[str]] | None = None) -> list[WatchAnomaly]:
     """Every watch check over every watcher, each judged against the others' events too; with
     `through_revision` (the final revision of the run, a fence write's), every watcher must
-    have delivered every event up to it."""
+    have delivered every event up to it; `uncertain` as event_details takes it."""
     found: list[WatchAnomaly] = []
     for n, record in enumerate(records):
         others = [r for m, r in enumerate(records) if m != n]
@@ -553,7 +556,7 @@ def check_watchers(records: Sequence[WatchRecord], history: KeyHistory,
         found += consistent(record, history, others)
         found += atomic(record)
         found += progress_notified(record, history, others)
-        found += event_details(record, history, others)
+        found += event_details(record, history, others, uncertain)
         if through_revision is not None:
             found += complete(record, history, through_revision, others)
     return found

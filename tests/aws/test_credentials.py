@@ -246,3 +246,13 @@ def test_a_denied_revocation_is_rolled_back(aws: Aws, world: World) -> None:
     assert aws.client("iam").list_user_tags(UserName=world.controller)["Tags"] == [
         {"Key": "ha-harness/chaos", "Value": "allowed"}]
     assert ec2_works(aws, world.controller_keys) == "ok"
+
+
+def test_sessions_keep_their_own_credentials_and_share_one_model_loader() -> None:
+    from harness.aws.access import session
+
+    first, second = session(), session()
+    # boto3 keeps its botocore session private; the loader is what each client's models come from
+    loaders = [s._session.get_component("data_loader") for s in (first, second)]
+    assert loaders[0] is loaders[1]
+    assert first._session is not second._session, "profiles and credentials are a session's own"

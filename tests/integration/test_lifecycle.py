@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import time
+from pathlib import Path
 
 from harness.processes import pid_alive as alive
 from harness.providers.state import state_path
-from tests.integration.conftest import cli, config_for, namespaces
+from tests.integration.conftest import HARNESS, cli, config_for, namespaces
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _nothing_left(name: str) -> None:
@@ -79,3 +85,33 @@ def test_other_layouts() -> None:
         finally:
             cli("--name", name, "down")
         _nothing_left(name)
+
+
+def test_a_chaos_job_whose_pytest_was_killed_still_takes_its_region_down() -> None:
+    """`harness run` brings up a region of its own through pytest; a pytest killed before it could
+    tear down (SIGKILL, or a second Ctrl-C in the middle of its teardown) leaves it to the harness."""
+    cfg = config_for("cjk")
+    job = subprocess.Popen([*HARNESS, "--name", "cjk", "run", "--zone", "zone-a"], cwd=ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (state_path(cfg.state_dir, "cjk").exists() and namespaces("cjk")):
+            assert time.monotonic() < deadline and job.poll() is None, "the region never came up"
+            time.sleep(0.1)
+        (child,) = [int(p) for p in os.listdir("/proc") if p.isdigit() and _runs_pytest_of(int(p), "cjk")]
+        os.kill(child, signal.SIGKILL)
+        out = job.communicate(timeout=300)[0]
+        assert "harness run: region 'cjk' is still up: healing it and taking it down" in out, out[-3000:]
+        _nothing_left("cjk")
+    finally:
+        if job.poll() is None:
+            job.kill()
+        cli("--name", "cjk", "down")
+
+
+def _runs_pytest_of(pid: int, region: str) -> bool:
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        return False
+    return b"pytest" in argv and region.encode() in argv and b"--region-name" in argv

@@ -14,7 +14,7 @@ import pytest
 
 from tests.integration.conftest import HARNESS, fault_tables, namespaces
 
-pytestmark = [pytest.mark.kube, pytest.mark.region]
+pytestmark = [pytest.mark.kube, pytest.mark.region, pytest.mark.own_reference]
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -147,3 +147,33 @@ def test_kube_access_of_the_region_names_the_seed(tmp_path: Path) -> None:
         assert region.seed(env) == seed, "a second call finds the running seed"
     finally:
         region.down()
+
+
+def test_resource_manager_down_refuses_the_shoots_new_pods_until_harness_heal_starts_it(tmp_path: Path) -> None:
+    """The fault resource-manager-down: gardener-resource-manager's process gone, its webhooks
+    (failurePolicy Fail) left registered, as when its pods are gone from a seed: the seed's API
+    server refuses every new pod of the shoot's namespace. `harness heal` (from the ledger, in a
+    process of its own) starts it again. Refused with a clear error where it does not run."""
+    from harness.reference.render import DEFAULT_NAMESPACE
+
+    env = _env(tmp_path / "config")
+    cli("--name", "kr", "down", env=env)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "new-replica"},
+           "spec": {"containers": [{"name": "c", "image": "registry.invalid/c"}]}}
+    try:
+        cli("--name", "kr", "up", "--kubernetes", check=True, timeout=1800, env=env)
+        before = cli("--name", "kr", "fault", "resource-manager-down", "gardener-resource-manager", env=env)
+        assert before.returncode == 2 and "does not serve the seed's webhooks now" in before.stderr, before.stderr
+        cli("--name", "kr", "deploy", "--tolerance", "zone", "--form", "gardener", check=True, timeout=600, env=env)
+        wrong = cli("--name", "kr", "fault", "resource-manager-down", "zone-a", env=env)
+        assert wrong.returncode == 2 and "takes 'gardener-resource-manager', got 'zone-a'" in wrong.stderr, wrong.stderr
+        cli("--name", "kr", "fault", "resource-manager-down", "gardener-resource-manager", check=True, env=env)
+        api = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(tmp_path / "config")))
+        with pytest.raises(k8s.ApiException) as refused:
+            api.create_namespaced_pod(DEFAULT_NAMESPACE, pod, dry_run="All")
+        assert refused.value.status == 500 and "failed calling webhook" in str(refused.value.body), refused.value.body
+        healed = cli("--name", "kr", "heal", check=True, env=env)
+        assert "healed resource-manager-down:gardener-resource-manager" in healed.stdout, healed.stdout
+        api.create_namespaced_pod(DEFAULT_NAMESPACE, pod, dry_run="All")
+    finally:
+        cli("--name", "kr", "down", check=True, env=env)

@@ -18,7 +18,7 @@ from harness.topology import Seed
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from tests.integration.conftest import cli, config_for, namespaces
 
-pytestmark = [pytest.mark.kube, pytest.mark.region]
+pytestmark = [pytest.mark.kube, pytest.mark.region, pytest.mark.own_reference]
 FEATURES = Path(__file__).parents[2] / "features"
 
 

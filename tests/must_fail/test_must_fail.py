@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from pytest_bdd.parser import FeatureParser
 
+from harness.processes import run_to_end
 from harness.validate.contradictions import check_paths
 from tests.unit.test_step_texts import DEFINITIONS
 
@@ -76,15 +77,19 @@ EVERY = os.environ.get("HARNESS_MUST_FAIL", "short") == "all"
 RUN = STATEMENTS if EVERY else [s for s in STATEMENTS if "short" in s.markers]
 
 
-def _run_inner(out: Path, every: bool = EVERY) -> subprocess.CompletedProcess[str]:
+def _run_inner(out: Path, every: bool = EVERY) -> str:
+    """Its output; a Ctrl-C waits until it has healed and taken its region down."""
     config = out / "harness.toml"
     config.write_text(f'[paths]\nreports_dir = "{out / "reports"}"\n')
     argv = [sys.executable, "-m", "pytest", str(HERE / "false_statements.py"), "--region-name", REGION,
             "--harness-config", str(config), "--cucumberjson", str(out / "cucumber.json"),
             "--junitxml", str(out / "junit.xml"), "-p", "no:cacheprovider", "-q", "-rN", "--tb=line",
             *(() if every else ("-m", "short"))]
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    log = out / "pytest.log"
+    with log.open("w") as output:
+        run_to_end(argv, "the must-fail scenarios", timeout=3600, stdout=output, stderr=subprocess.STDOUT, cwd=ROOT,
+                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return log.read_text(errors="replace")
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +98,7 @@ def inner_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("must-fail")
     done = _run_inner(out)
     report = out / "cucumber.json"
-    assert report.exists(), f"the must-fail run wrote no report: {done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert report.exists(), f"the must-fail run wrote no report: {done[-6000:]}"
     return out
 
 

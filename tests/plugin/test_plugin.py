@@ -87,16 +87,20 @@ Feature: strict
     result.stdout.fnmatch_lines(["*'outgae' not found in `markers` configuration option*"])
 
 
-def test_undefined_step_is_named(pytester: pytest.Pytester) -> None:
+def test_undefined_step_is_named_with_the_closest_steps(pytester: pytest.Pytester) -> None:
+    """Not pytest-bdd's "Step definition is not found" alone: where, and what the author may have meant."""
     make_project(pytester, """
 Feature: undefined
-  Scenario: a step nobody wrote
+  Scenario: steps nobody wrote
     Given nothing
-    When the moon falls on zone "zone-a"
+    When zone "zone-a" goes dark
 """, "px")
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(['*Step definition is not found: When "the moon falls on zone "zone-a""*'])
+    out = result.stdout.str()
+    assert 'no step matches `When zone "zone-a" goes dark` (line 4 of ' in out, out
+    assert 'scenario.feature); did you mean: When zone "{zone}" goes down;' in out, out
+    assert "`harness steps --grep WORD` lists the harness's steps" in out
 
 
 def test_unknown_zone_in_a_step(pytester: pytest.Pytester) -> None:
@@ -165,6 +169,32 @@ def test_interrupt_heals_and_tears_down(pytester: pytest.Pytester, sig: signal.S
     out = proc.communicate(timeout=60)[0].decode()
     assert namespaces("pc") == [], out[-2000:]
     (run,) = (pytester.path / "reports" / "runs").glob("*.json")
+    (fault,) = [e for e in json.loads(run.read_text())["events"] if e["kind"] == "fault"]
+    assert "healed_at" in fault["data"], out[-2000:]
+
+
+def test_an_interrupted_harness_command_waits_until_its_pytest_healed_and_tore_down(pytester: pytest.Pytester) -> None:
+    """`harness nightly`, `harness run` (`make run`) and `harness bugs` run their scenarios in a
+    pytest of their own: a Ctrl-C reaches the harness, which passes it on and waits. Before, the child
+    was killed 0.25 s later in the middle of its teardown, and the zone stayed blackholed."""
+    root = make_project(pytester, LONG_OUTAGE, "pi")
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "--config", str(root / "harness.toml"), "--name", "pi",
+                             "nightly", "--", str(root)], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while not ("pi-router" in netns.list_netns() and fault_tables("pi")):
+            assert time.monotonic() < deadline and proc.poll() is None, "the outage never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C: the harness's group, not its pytest's
+        out = proc.communicate(timeout=90)[0].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cli("--name", "pi", "down")
+    assert "interrupted: waiting for pytest" in out and proc.returncode != 0, out[-2000:]
+    assert namespaces("pi") == [], out[-2000:]
+    (run,) = {p.resolve() for p in (pytester.path / "reports").glob("*/runs/*.json")}  # "latest" links to it
     (fault,) = [e for e in json.loads(run.read_text())["events"] if e["kind"] == "fault"]
     assert "healed_at" in fault["data"], out[-2000:]
 

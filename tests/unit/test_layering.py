@@ -40,7 +40,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scenarios and commands", (
         "harness.steps", "harness.chaos_job", "harness.chaostoolkit", "harness.load_commands",
         "harness.task_commands", "harness.teardown", "harness.builds", "harness.soundness")),
-    ("edges: the CLI and the pytest plugin", ("harness.cli", "harness.pytest_plugin")),
+    ("edges: the CLI, the pytest plugin and the documentation's pages written from them", (
+        "harness.cli", "harness.pytest_plugin", "harness.docs_pages")),
 )
 
 @cache

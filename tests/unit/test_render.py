@@ -22,7 +22,8 @@ from harness.kube.placement import PodPlacement
 from harness.reference import conventions as conv
 from harness.reference.conventions import Deviation
 from harness.reference.deploy import POOL_LABEL, settled, volume_pool
-from harness.reference.render import ReferenceSpec, render, to_yaml
+from harness.components import COMPONENTS
+from harness.reference.render import ReferenceSpec, render, replicas, to_yaml
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -129,8 +130,8 @@ def test_gep20s_two_zone_cluster_uses_both_zones_only_when_asked(form: str) -> N
     ("args", "match"),
     [
         (("rack", SEED[:3]), r"unknown failure tolerance 'rack'; accepted: none, node, zone"),
-        (("zone", SEED[:3], "kustomize"), r"unknown form 'kustomize'; accepted: gep20, conventions"),
-        (("node", SEED[:3], "Conventions"), r"unknown form 'Conventions'; accepted: gep20, conventions"),
+        (("zone", SEED[:3], "kustomize"), r"unknown form 'kustomize'; accepted: gep20, conventions, gardener"),
+        (("node", SEED[:3], "Conventions"), r"unknown form 'Conventions'; accepted: gep20, conventions, gardener"),
     ],
 )
 def test_unknown_tolerance_or_form_lists_what_is_accepted(args: tuple[Any, ...], match: str) -> None:
@@ -767,3 +768,41 @@ def test_an_etcds_budget_lets_as_many_go_as_it_tolerates(members: int, unavailab
 def test_an_etcd_member_count_without_a_quorum_or_against_the_tolerance_is_refused(tolerance: str, members: int) -> None:
     with pytest.raises(ConfigError, match=f"got {members} with failure tolerance '{tolerance}'"):
         ReferenceSpec(tolerance, ("a", "b", "c"), "gep20", etcd_members=members)
+
+
+# ---------------------------------------------------------------- the gardener form
+
+
+@pytest.mark.parametrize(("tolerance", "n"), [("zone", 3), ("node", 3), ("none", 1)])
+def test_the_gardener_form_hands_the_workloads_over_without_scheduling_for_gardeners_webhook(
+        tolerance: str, n: int) -> None:
+    """As Gardener's components create them: the webhook (gardener-resource-manager) writes the
+    replicas, the zone pinning and the spread constraints on the seed."""
+    objects = render(spec_of(tolerance, n, "gardener"))
+    zones = len(CHOSEN[(tolerance, n)])
+    for name in WORKLOADS:
+        pod = pod_spec(workload(objects, name))
+        assert "affinity" not in pod and "topologySpreadConstraints" not in pod and "nodeSelector" not in pod, name
+    for name in ETCDS:  # etcd-druid's StatefulSets: the Etcd resource's members, and no type
+        assert workload(objects, name)["spec"]["replicas"] == (1 if tolerance == "none" else 3)
+        assert TYPE not in workload(objects, name)["metadata"]["labels"]
+    assert workload(objects, "gardener-resource-manager")["spec"]["replicas"] == 1
+    assert workload(objects, "gardener-resource-manager")["metadata"]["labels"][TYPE] == "server"
+    api = workload(objects, "kube-apiserver")
+    assert api["spec"]["replicas"] == zones and api["metadata"]["labels"][TYPE] == "server"
+    hpa = objects_by_key(objects)[("HorizontalPodAutoscaler", "kube-apiserver")]
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "kube-apiserver"}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (zones, zones)
+    kinds = [o["kind"] for o in objects]
+    assert kinds.index("HorizontalPodAutoscaler") < kinds.index("Deployment")  # the webhook looks for it
+    ns = objects[0]
+    assert ns["metadata"]["labels"] == {PREFIX + "consider": "true", "gardener.cloud/role": "shoot"}
+    assert ns["metadata"]["annotations"][PREFIX + "zones"] == ",".join(CHOSEN[(tolerance, n)])
+
+
+def test_the_gardener_form_expects_the_conventions_forms_counts() -> None:
+    """deploy.settled() waits for what the webhook is to decide: the conventions form's counts."""
+    for tolerance, n in (("zone", 3), ("node", 3)):
+        ours = render(spec_of(tolerance, n, "conventions"))
+        for name, c in COMPONENTS.items():
+            assert replicas(spec_of(tolerance, n, "gardener"), c) == workload(ours, name)["spec"]["replicas"], name

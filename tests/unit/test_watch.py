@@ -269,6 +269,22 @@ def test_prev_kv_and_is_create_agree_with_the_history() -> None:
     assert found.what == "isCreate" and found.expected is True
 
 
+def test_a_prev_kv_a_write_of_unknown_outcome_explains_is_no_anomaly() -> None:
+    """A put that timed out may have been applied unseen: the next event's prevKV may be its value,
+    and only that value is excused."""
+    from harness.validate.oplog import Op, uncertain_values
+
+    timed_out = Op(7, "put", "/a", "zz", 0.1, None, None)
+    wrong_prev = CLEAN_DETAILS[:2] + (w.EventDetail(3, 2, "zz", True),) + CLEAN_DETAILS[3:]
+    assert w.check_watchers([detailed(ALL, wrong_prev)], HISTORY, through_revision=6,
+                            uncertain=uncertain_values([timed_out])) == []
+    other = Op(7, "put", "/a", "yy", 0.1, None, None)
+    (found,) = w.event_details(detailed(ALL, wrong_prev), HISTORY, uncertain=uncertain_values([other]))
+    assert found.what == "prevKV" and found.got == "zz"
+    acked = Op(7, "put", "/a", "zz", 0.1, 0.2, True, revision=9)
+    assert uncertain_values([acked]) == {}
+
+
 def test_a_key_no_recorded_write_made_is_judged_only_after_what_the_watchers_saw() -> None:
     """A lease-bound key put before any watcher started (its put unrecorded) and expired while
     they watched: the delete's prevKV is the put's value, which nothing recorded. Not an anomaly;

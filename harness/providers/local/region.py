@@ -372,6 +372,27 @@ class LocalEnvironment(RegionRecord):
         shutil.rmtree(path, ignore_errors=True)
         return {"backing": str(path), "removed_bytes": size, "killed": users}
 
+    # -- Gardener's components on the seed --------------------------------------
+    def start_resource_manager(self) -> bool:
+        from harness.providers.local.seed.resource_manager import start_resource_manager
+
+        return start_resource_manager(self)
+
+    def stop_resource_manager(self) -> list[str]:
+        from harness.providers.local.seed.resource_manager import stop_resource_manager
+
+        return stop_resource_manager(self)
+
+    def kill_resource_manager(self) -> list[str]:
+        from harness.providers.local.seed.resource_manager import kill_resource_manager
+
+        return kill_resource_manager(self)
+
+    def resource_manager_state(self) -> dict[str, bool]:
+        from harness.providers.local.seed.resource_manager import resource_manager_state
+
+        return resource_manager_state(self)
+
     # -- the local cloud ----------------------------------------------------
     def start_machine_controllers(self, health_timeout_s: float, drain_timeout_s: float) -> str:
         from harness.providers.local.seed.machines import start_machine_controllers

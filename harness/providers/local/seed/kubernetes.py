@@ -183,7 +183,7 @@ def keep_logs(config: Config, region: str) -> Path | None:
     return dest
 
 
-def _control_plane(env: RegionRecord) -> Any:
+def control_plane(env: RegionRecord) -> Any:
     from harness.kube import ControlPlane, load_state
 
     record = env.state.get("kubernetes")
@@ -194,7 +194,7 @@ def _control_plane(env: RegionRecord) -> Any:
 def start_seed_component(env: RegionRecord, name: str, argv: list[str],
                          environment: dict[str, str] | None = None) -> Any:
     """One more process of the seed's (a controller): it stops with the seed. Returns its record."""
-    cp = _control_plane(env)
+    cp = control_plane(env)
     if cp is None:
         raise EnvironmentStateError(f"region {env.spec.name!r} runs no seed to start {name} on")
     cp.start_component(name, argv, environment)
@@ -202,14 +202,14 @@ def start_seed_component(env: RegionRecord, name: str, argv: list[str],
 
 
 def seed_component_running(env: RegionRecord, name: str) -> bool:
-    cp = _control_plane(env)
+    cp = control_plane(env)
     record = cp.records.get(name) if cp is not None else None
     return bool(record and record.alive())
 
 
 def restore_silenced(env: RegionRecord) -> list[str]:
     """Resume every zone whose kwoks were left frozen (a run that died mid-silence)."""
-    cp = _control_plane(env)
+    cp = control_plane(env)
     if cp is None:
         return []
     silenced = sorted(cp.silenced)
@@ -219,7 +219,7 @@ def restore_silenced(env: RegionRecord) -> list[str]:
 
 
 def restart_node_agents(env: RegionRecord, node: str) -> bool:
-    cp = _control_plane(env)
+    cp = control_plane(env)
     return bool(cp and cp.restart_node(node))
 
 
@@ -232,7 +232,7 @@ def sweep_cordons(env: RegionRecord) -> list[str]:
 
 def wait_nodes_ready(env: RegionRecord, timeout: float) -> None:
     """Every seed node Ready and untainted (after a fault, heartbeats take a lease period to resume)."""
-    cp = _control_plane(env)
+    cp = control_plane(env)
     if cp is None:
         return
     wanted = [n.name for n in env.nodes]
