@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -190,7 +191,8 @@ def _with_failpoints(go: str, version: str, staging: Path, work: Path) -> None:
 
 
 def _go(go: str, args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> str:
-    return _run([go, *args], cwd, env)
+    with tempfile.TemporaryDirectory(prefix="ha-harness-go-") as work:  # go's work directory, as gobuild's
+        return _run([go, *args], cwd, {**(env or {}), "GOTMPDIR": work})
 
 
 def _run(argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> str:

@@ -22,6 +22,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -129,9 +130,11 @@ def go_build(
     cmd = [go, "build", "-mod=readonly", *args]
     if niceness:
         cmd = ["nice", "-n", str(niceness), *cmd]
-    env = {**os.environ, "CGO_ENABLED": "0"}
     started = time.monotonic()
-    with open(log_path, "w") as log:
+    # go's work directory in one of ours, removed however the build ends: a build killed when
+    # interrupted (or stopped because the run it was beside ended) leaves its own behind.
+    with tempfile.TemporaryDirectory(prefix="ha-harness-go-") as work, open(log_path, "w") as log:
+        env = {**os.environ, "CGO_ENABLED": "0", "GOTMPDIR": work}
         # Its own process group, so an interrupt kills the compilers go started as well.
         proc = subprocess.Popen(
             cmd, cwd=module_dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
