@@ -51,8 +51,10 @@ class RunRecorder:
         elif report.when == "call":
             # the plugin marks one it did not take for a plain failure (--inconclusive)
             inconclusive = report.failed and any(k == "inconclusive" for k, _ in report.user_properties)
+            # a passed one has nothing to say (under xdist its longrepr is the worker's "[gw0] linux -- ..." line)
             rec.update(result="skipped" if report.skipped else "inconclusive" if inconclusive else report.outcome,
-                       message=_message(report), crash=_crash(report) if report.failed else None)
+                       message=None if report.passed else _message(report),
+                       crash=_crash(report) if report.failed else None)
         elif report.failed and rec["result"] == "passed":
             rec.update(result="error", message=_message(report), crash=_crash(report))
 
