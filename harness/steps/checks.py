@@ -73,7 +73,7 @@ def _(etcd: EtcdCluster, probe: AvailabilityProbe, outage: Outage, timeline: Tim
               outage.window_end(timeline, limit + av.stalled(h.samples, outage.start, timeline.now())))
     gap = av.longest_write_gap(h.samples, outage.start, end)
     timeline.mark("figure", "write-unavailability window", value=gap.length, unit="s", open=gap.open)
-    judge.gap_at_most(gap, limit, what, av.stalled(h.samples, gap.start, gap.end), av.gap_unresolved(h.samples, gap))
+    judge.gap_at_most(gap, limit, what, *av.gap_resolution(h.samples, gap))
 
 
 @then(parsers.parse("the longest write gap during the outage is under {limit:g} s"))
@@ -83,8 +83,7 @@ def _(probe: AvailabilityProbe, outage: Outage, timeline: Timeline, limit: float
     h = probe.history
     gap = av.longest_write_gap(h.samples, outage.start, outage.healed_at or timeline.now())
     timeline.mark("figure", "longest write gap during the outage", value=gap.length, unit="s", open=gap.open)
-    judge.gap_at_most(gap, limit, "longest write gap during the outage", av.stalled(h.samples, gap.start, gap.end),
-                      av.gap_unresolved(h.samples, gap))
+    judge.gap_at_most(gap, limit, "longest write gap during the outage", *av.gap_resolution(h.samples, gap))
 
 
 def write_p99(probe: AvailabilityProbe | Any, outage: Outage, timeline: Timeline, what: str, how: str) -> av.Latency:

@@ -202,7 +202,7 @@ def _(shoot_probe: ShootApiProbe, outage: Outage, timeline: Timeline, limit: flo
     # Missed by no more than the harness stalled, or than its one writer (a request may take its
     # whole timeout) could place the first write that worked: inconclusive, as the etcd probe's.
     judge.gap_at_most(gap, limit, "the shoot API's longest write gap since the outage took effect",
-                      av.stalled(samples, gap.start, gap.end), av.gap_unresolved(samples, gap))
+                      *av.gap_resolution(samples, gap))
 
 
 @then(parsers.re(r"the 99th percentile of shoot API write latency during the outage is "

@@ -67,6 +67,12 @@ def gap_unresolved(samples: Sequence[Sample], gap: Gap) -> float:
     return max(0.0, gap.end - could_ack)
 
 
+def gap_resolution(samples: Sequence[Sample], gap: Gap) -> tuple[float, float]:
+    """What the harness could not resolve of `gap`: the seconds it stalled across it, and how much
+    shorter it may have been than the probe could see (judge.gap_at_most's harness_stalled, sampled)."""
+    return stalled(samples, gap.start, gap.end), gap_unresolved(samples, gap)
+
+
 def status_seen_late(samples: Iterable[Sample], member: str, seen_at: float, since: float) -> float:
     """How much earlier than the status answer that ended at `seen_at` what it showed may have
     held: from the begin of the member's status request before it (not before `since`)."""
