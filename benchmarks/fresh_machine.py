@@ -8,7 +8,7 @@ and pip's; GOMODCACHE: Go's modules), empty, as on a new CI runner; the Debian p
 the machine has. Prints the minutes of each phase read from the run's own lines: setup (venv),
 each Go build (harness.builds' "[builds] WHAT: ready after T" lines, in the foreground for
 make run, in the background beside pytest for make test), pytest, and the whole command.
-Asserts nothing; the figures go in the README's budgets.
+Asserts nothing; the figures go in docs/design/budgets.md.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from pytest_bdd.reporting import ReportContext, scenario_reports_registry, test_
 
 from harness import etcd_builds, rootless
 from harness.config import PROVIDER_NAMES, Config, load_config, option_overrides
-from harness.errors import CapabilityMissing, HarnessError
+from harness.errors import CapabilityMissing, HarnessError, see_docs
 from harness.judge import Inconclusive
 from harness.faults.runner import FaultRunner
 from harness.providers import get_provider
@@ -266,13 +266,28 @@ def pytest_bdd_step_func_lookup_error(request: pytest.FixtureRequest, feature: A
     near = catalogue.closest(step.name, catalogue.steps(shown_failing=False))
     pytest.fail(f"no step matches `{step.keyword} {step.name}` (line {step.line_number} of {feature.rel_filename})"
                 + ("; did you mean: " + "; ".join(near) if near else "")
-                + ". `harness steps --grep WORD` lists the harness's steps", pytrace=False)
+                + f". `harness steps --grep WORD` lists the harness's steps; {see_docs('reference/steps.md')}",
+                pytrace=False)
 
 
 def pytest_bdd_step_error(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,
                           step_func: Any, step_func_args: dict[str, object], exception: Exception) -> None:
     if isinstance(exception, CapabilityMissing) and step.type == "then":
         request.node.stash[_JUDGING] = step.name
+    if isinstance(exception, pytest.FixtureLookupError) and exception.argname:
+        _missing_given(feature, step, exception.argname)
+
+
+def _missing_given(feature: Any, step: Any, name: str) -> None:
+    """A step that needs what no earlier step of its scenario handed on: say which steps would."""
+    from harness.steps import catalogue
+
+    by = catalogue.providers(catalogue.steps(shown_failing=False)).get(name)
+    if by:
+        raise pytest.fail.Exception(  # from None: not pytest's "fixture not found" beside it
+            f"`{step.keyword} {step.name}` (line {step.line_number} of {feature.rel_filename}) needs {name!r}, which no "
+            f"earlier step of its scenario handed on; a step before it that does: {'; '.join(by[:4])}"
+            f"{' …' if len(by) > 4 else ''}. {see_docs('reference/steps.md').capitalize()}", pytrace=False) from None
 
 
 pytest_runtest_setup = pytest_runtest_call = pytest.hookimpl(wrapper=True)(_skipped_when_incapable)
@@ -489,47 +504,6 @@ def region_factory(harness_provider: Provider, harness_config: Config, pytestcon
     finally:
         for region in reversed(made):
             region.down()
-
-
-# What steps hand each other (target fixtures), and a Given-step that provides each: a step used
-# without it fails saying which step is missing, not with pytest's "fixture 'probe' not found".
-STEP_STATE = {
-    "task_endpoint": 'a Given-step starting them, e.g. "Given the operator tasks run on its seed"',
-    "task": 'a When-step creating one, e.g. "When a QuorumLossRecoveryTask is created"',
-    "recovery": 'a step restoring the cluster, e.g. "When the cluster is restored from its backups"',
-    "target_zone": 'a Given-step choosing it, e.g. "Given the zone of the etcd leader is the target zone"',
-    "probe": 'a Given-step starting it, e.g. "Given write and read probes run every 10 ms from a client in zone '
-             '"zone-a""',
-    "outage": 'a When-step taking something down, e.g. "When zone "zone-a" goes down"',
-    "load": 'a Given-step starting one, e.g. "Given a mixed load of 300 ops/s with a watcher from a client in '
-            'another zone"',
-    "traffic": 'a When-step measuring it, e.g. "When cross-zone traffic is measured for 10 s"',
-    "shoot": 'a Given-step deploying it, e.g. "Given the reference control plane with failure tolerance "zone" in '
-             'the gep20 form"',
-    "shoot_probe": 'a Given-step starting it, e.g. "Given the shoot API is written every 100 ms through its load '
-                   'balancer from a client in zone "zone-b""',
-    "machine_probe": 'a Given-step starting it, e.g. "Given a machine probe creates and deletes a machine in zone '
-                     '"zone-a" every 1 s"',
-    "cloud_controller": 'a Given-step starting it, e.g. "Given the cloud controller manager keeps the load balancers '
-                        'of the seed\'s services"',
-    "lb": 'a Given-step making one, e.g. "Given a service "web" of type LoadBalancer"',
-    "exclusion": 'a When-step labelling a node, e.g. "When node "zone-a-1" is labelled for exclusion from external '
-                 'load balancers"',
-}
-
-
-def _step_state(name: str, given: str) -> Callable[..., Any]:
-    def missing(request: pytest.FixtureRequest) -> Any:
-        step = getattr(request.node, "name", "this scenario")
-        pytest.fail(f"a step of {step} needs the {name.replace('_', ' ')}, which no earlier step provided: add {given}",
-                    pytrace=False)
-
-    missing.__name__ = name
-    return pytest.fixture(name=name)(missing)
-
-
-for _name, _given in STEP_STATE.items():
-    globals()[f"_missing_{_name}"] = _step_state(_name, _given)
 
 
 _REPLACED = pytest.StashKey[Environment | None]()

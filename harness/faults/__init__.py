@@ -7,9 +7,10 @@ shared behaviour (timeline, health checks, timeout, heal registry, ledger) is in
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, see_docs
 from harness.faults.base import Fault
 
 FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -48,15 +49,23 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def fault_class(kind: str) -> type:
+    """The class registered for `kind`; raises ConfigError naming the accepted kinds."""
+    try:
+        target = FAULTS[kind][0]
+    except KeyError:
+        raise ConfigError(f"unknown fault {kind!r}; accepted: {', '.join(sorted(FAULTS))} "
+                          f"({see_docs('reference/faults.md')})") from None
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)  # type: ignore[no-any-return]
+
+
 def get_fault(kind: str, **options: Any) -> Fault:
     """The fault `kind`; `options` (e.g. scope="availability-zone") go to its constructor."""
-    try:
-        target, kwargs = FAULTS[kind]
-    except KeyError:
-        raise ConfigError(f"unknown fault {kind!r}; accepted: {', '.join(sorted(FAULTS))}") from None
-    module, _, cls = target.partition(":")
-    factory = getattr(importlib.import_module(module), cls)
+    factory, kwargs = fault_class(kind), FAULTS[kind][1]
     try:
         return factory(**kwargs, **options)  # type: ignore[no-any-return]
     except TypeError:
-        raise ConfigError(f"fault {kind} takes no option(s) {sorted(options)}") from None
+        takes = [p for p in inspect.signature(factory).parameters if p not in kwargs]
+        raise ConfigError(f"fault {kind} takes no option(s) {sorted(options)}; it takes: {', '.join(takes) or 'none'} "
+                          f"({see_docs('reference/faults.md')})") from None

@@ -2,7 +2,7 @@
 
 The library is `etcd-sdk-python` (import `pyetcd`): the API of `etcd3`, but its generated code
 works on current protobuf (etcd3 0.12 needs the pure-Python protobuf, ~500 puts/s). Why it was
-chosen over etcd3 and aetcd, with figures, is in the README (benchmarks/etcd_clients.py). Its
+chosen over etcd3 and aetcd, with figures, is in docs/guides/load.md (benchmarks/etcd_clients.py). Its
 default endpoint locks itself out for 5 minutes after one error: endpoints here retry at once.
 """
 

@@ -17,6 +17,7 @@ from harness.steps import STEP_MODULES
 
 MUST_FAIL = Path(__file__).resolve().parents[2] / "tests" / "must_fail" / "features"
 KINDS = ("given", "when", "then")
+FAILS_WITH = "Fails with:"  # a must-fail scenario's line naming the message its failure carries
 # A step's own arguments besides its parsed parameters: pytest-bdd's, not the scenario's state.
 _BDD_ARGS = {"datatable", "docstring", "request"}
 
@@ -30,7 +31,8 @@ class Step:
     provides: str | None  # the fixture it hands on (target_fixture)
     doc: str
     where: str  # module:line
-    shown_failing: tuple[str, ...] = ()  # "file: scenario" of the must-fail scenarios ending with it
+    # "file: scenario (fails with: "message")" of the must-fail scenarios ending with it
+    shown_failing: tuple[str, ...] = ()
     parser: Any = None
 
     def matches(self, word: str) -> bool:
@@ -102,9 +104,12 @@ def _with_must_fail(found: list[Step]) -> list[Step]:
     for path in sorted(MUST_FAIL.glob("*.feature")):
         for scenario in FeatureParser(str(path.parent), path.name).parse().scenarios.values():
             last = scenario.steps[-1]
+            message = next((line.strip()[len(FAILS_WITH):].strip() for line in scenario.description.splitlines()
+                            if line.strip().startswith(FAILS_WITH)), None)
             for i, step in enumerate(found):
                 if step.kind == "then" and step.parser.is_matching(last.name):
-                    ends.setdefault(i, []).append(f"{path.name}: {scenario.name}")
+                    ends.setdefault(i, []).append(f"{path.name}: {scenario.name}"
+                                                  + (f" (fails with: \"{message}\")" if message else ""))
     return [Step(**{**vars(s), "shown_failing": tuple(ends.get(i, ()))}) for i, s in enumerate(found)]
 
 

@@ -1,7 +1,7 @@
 """gardener-resource-manager, real, on the embedded control plane: its high-availability-config
 webhook decides the workloads of seed 001's cases, and the harness's reading of the conventions
 (harness.reference.conventions) judges what it decided. Where the two differ, the difference is
-a finding (FINDINGS, README "Gardener's webhook against the conventions"), stated here exactly so
+a finding (FINDINGS, docs/guides/reference.md "Gardener's own webhook against the conventions"), stated here exactly so
 that a change on either side shows.
 
 Slow: the module starts one control plane and builds Gardener's program on first use.
@@ -100,7 +100,7 @@ def test_with_the_webhook_down_its_failure_policy_refuses_the_workloads_until_it
 
 
 # Where Gardener's webhook (gardener v1.145.0) and the harness's reading of seed 001 differ
-# (README "Gardener's own webhook against the conventions"):
+# (docs/guides/reference.md "Gardener's own webhook against the conventions"):
 # - every spread constraint of a Deployment gets matchLabelKeys [pod-template-hash], so that a
 #   rolling update spreads the new ReplicaSet's pods by themselves (seed 001 is silent; this
 #   replaced the pod-topology-spread-constraints webhook, which the seed's GRM no longer runs);

@@ -25,6 +25,7 @@ import pytest
 from pytest_bdd.parser import FeatureParser
 
 from harness.processes import run_to_end
+from harness.steps.catalogue import FAILS_WITH
 from harness.validate.contradictions import check_paths
 from tests.unit.test_step_texts import DEFINITIONS
 
@@ -32,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 FEATURES = HERE / "features"
 ROOT = HERE.parents[1]
 REGION = "mf"
-MARK = "Fails with:"
+MARK = FAILS_WITH
 
 # Then-steps whose failure on a real run is shown somewhere other than this suite, and where.
 SHOWN_ELSEWHERE: dict[str, str] = {

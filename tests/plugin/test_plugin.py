@@ -100,7 +100,7 @@ Feature: undefined
     out = result.stdout.str()
     assert 'no step matches `When zone "zone-a" goes dark` (line 4 of ' in out, out
     assert 'scenario.feature); did you mean: When zone "{zone}" goes down;' in out, out
-    assert "`harness steps --grep WORD` lists the harness's steps" in out
+    assert "`harness steps --grep WORD` lists the harness's steps; see reference/steps.md in the documentation" in out
 
 
 def test_unknown_zone_in_a_step(pytester: pytest.Pytester) -> None:
@@ -231,8 +231,11 @@ Feature: a step out of order
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "needs the probe, which no earlier step provided: add a Given-step starting it" in out
-    assert "fixture 'probe' not found" not in out and "available fixtures" not in out
+    assert "`Then writes resume within 3 s of the outage` (line 3 of " in out, out
+    assert "scenario.feature) needs 'probe', which no earlier step of its scenario handed on" in out
+    assert "a step before it that does: Given write and read probes run every {ms} ms" in out
+    assert "See reference/steps.md in the documentation" in out
+    assert "fixture 'probe' not found" not in out and "available fixtures" not in out and "FixtureRequest" not in out
 
 
 def test_a_scenario_that_leaves_the_region_diverged_fails_and_the_next_gets_a_fresh_one(

@@ -4,6 +4,7 @@ fails), and its reference pages are the code's: every step, fault, command and m
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ pytest.importorskip("mkdocs", reason="the documentation needs mkdocs and mkdocs-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)], cwd=ROOT,
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT,
                            capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert built.returncode == 0, built.stdout + built.stderr
     return out
@@ -45,6 +46,35 @@ def test_the_faults_commands_and_markers_pages_have_each_of_theirs(site: Path) -
 
 
 def test_the_ci_page_shows_the_pipelines_themselves(site: Path) -> None:
-    page = (site / "ci" / "index.html").read_text()
+    page = (site / "tutorials" / "ci" / "index.html").read_text()
     assert "make test" in page and "actions/cache" in (ROOT / "docs" / "ci" / "github-actions.yml").read_text()
     assert page.count('class="highlight"') >= 2 and "--8&lt;--" not in page
+
+
+def test_every_page_an_error_points_to_is_built(site: Path) -> None:
+    named = {m for path in (ROOT / "harness").rglob("*.py")
+             for m in re.findall(r"see_docs\([\"']([^\"']+)[\"']\)", path.read_text())}
+    assert named >= {"reference/steps.md", "reference/faults.md"}, named
+    for page in named:
+        assert (site / page.removesuffix(".md") / "index.html").is_file(), page
+
+
+def test_the_protocols_page_says_which_provider_has_each(site: Path) -> None:
+    page = (site / "design" / "protocols" / "index.html").read_text()
+    assert "<code>ZoneNetwork</code>" in page and "<code>SeedResourceManager</code>" in page
+    assert "implemented by: local, cluster, kind" in page
+
+
+def test_the_readme_links_only_to_files_that_exist() -> None:
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    assert links and all((ROOT / link).exists() for link in links if "://" not in link), links
+
+
+def test_the_configuration_page_describes_every_path_key() -> None:
+    from dataclasses import fields
+
+    from harness.config import Config
+    from harness.docs_pages import PATHS
+
+    assert set(PATHS) == {f.name for f in fields(Config) if f.name.endswith("_dir")}

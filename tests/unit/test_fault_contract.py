@@ -4,11 +4,9 @@ not lost to a name spelt differently."""
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
-from harness.faults import FAULTS
+from harness.faults import FAULTS, fault_class
 from harness.faults.base import Observable, Planned, ReadsBackLate, WaitsOnPurpose, reads_back_late
 
 REQUIRED = ("available", "validate", "inject", "heal")
@@ -17,8 +15,7 @@ OPTIONAL = {"plan": Planned, "effect": Observable, "waits_up_to": WaitsOnPurpose
 
 def _bare(kind: str) -> object:
     """The fault's class made without its options: what it has, not how it is set up."""
-    module, _, name = FAULTS[kind][0].partition(":")
-    cls = getattr(importlib.import_module(module), name)
+    cls = fault_class(kind)
     return cls.__new__(cls)
 
 
