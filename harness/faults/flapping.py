@@ -41,6 +41,12 @@ def _inner(kind: str, options: dict[str, Any]) -> Fault:
 
 
 class Flapping:
+    """A fault applied and healed again and again: `zone-link-flap` (a `ZONE<>ZONE` cut) and
+    `node-flap` (a node killed each time it has been back a while, as Gardener's chaosgarden does),
+    down `down_s`, up between `up_min_s` and `up_max_s` drawn from `seed`, so a schedule replays.
+    A detached process flaps, so it goes on after `harness fault` returns; it stops as soon as its
+    ledger entry is gone (heal, the watchdog) and heals what it applied last."""
+
     kind: ClassVar[str] = "flapping"
 
     def __init__(self, inner: str, down_s: float = 2.0, up_min_s: float = 2.0, up_max_s: float | None = None,

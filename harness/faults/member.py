@@ -9,6 +9,10 @@ from harness.providers.base import Environment, MemberProcesses
 
 
 class MemberKill:
+    """SIGKILL of an etcd member's process. Target: a member (the region's, or a shoot's etcd
+    under test). In effect once its process is gone; heal starts it again from its data (a shoot's
+    member is restarted by its node agent)."""
+
     kind: ClassVar[str] = "member-kill"
 
     def available(self, env: Environment) -> str | None:

@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
 
 class NodeFailure:
+    """A node failing: `node-kill` (SIGKILL of every process in the node's namespace, its member
+    and, on the local seed, its kwok and node agent), `node-freeze` (SIGSTOP to each of them, again
+    until none runs) or `node-link-down` (its link set down). Target: a node. In effect once no
+    process of the node runs, each is stopped, or the link says down; on a cluster with `[aws]`, a
+    kill stops the node's EC2 instance. Heal starts, continues or links it again."""
+
     kind: ClassVar[str] = "node-failure"
 
     def __init__(self, mode: str) -> None:
@@ -74,6 +80,10 @@ class NodeFailure:
 
 
 class HostOutage:
+    """Every node of one physical host killed at once (seed 004's host failure). Target: a host of a
+    region brought up with hosts per zone. In effect once no process of any of its nodes runs; heal
+    starts every node of the host again."""
+
     kind: ClassVar[str] = "host-outage"
 
     def available(self, env: Environment) -> str | None:

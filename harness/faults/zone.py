@@ -25,6 +25,11 @@ def _through_aws() -> AwsZoneOutage:
 
 
 class ZoneOutage:
+    """Every packet crossing the zone's subnet dropped, both ways (GEP-20's deny-all network ACL).
+    Target: a zone. On the local region the router's deny-all table, in effect once its drop
+    counters count a packet; on a cluster with `[aws]`, the AWS zone outage (aws-zone-outage).
+    Heal removes the table (the ACLs swapped back); nothing inside the zone is touched."""
+
     kind: ClassVar[str] = "zone-outage"
 
     def available(self, env: Environment) -> str | None:
