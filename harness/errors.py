@@ -6,7 +6,7 @@ from __future__ import annotations
 def see_docs(page: str) -> str:
     """Where the documentation says more: `page` of the site in docs/ (`make docs` serves it; its
     reference pages are written from the code). tests/unit/test_docs.py checks every page named."""
-    return f"see {page} in the documentation (`make docs` serves it)"
+    return f"see {page} in the documentation: `make docs` serves it"
 
 
 class HarnessError(Exception):
