@@ -266,7 +266,8 @@ def _section(cls: type, raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(raw) - known)
     if unknown:
-        raise ConfigError(f"unknown key(s) {unknown} in [{where}]; accepted: {sorted(known)} ({see_docs('reference/configuration.md')})")
+        raise ConfigError(f"unknown key(s) {unknown} in [{where}]; accepted: {sorted(known)} "
+                          f"({see_docs('reference/configuration.md')})")
     out = dict(raw)
     if cls is RegionSpec and "zones" in out:
         out["zones"] = tuple(out["zones"])
@@ -328,7 +329,8 @@ def load_config(
             raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
         unknown = sorted(set(data) - set(raw))
         if unknown:
-            raise ConfigError(f"unknown section(s) {unknown} in {path}; accepted: {sorted(raw)} ({see_docs('reference/configuration.md')})")
+            raise ConfigError(f"unknown section(s) {unknown} in {path}; accepted: {sorted(raw)} "
+                              f"({see_docs('reference/configuration.md')})")
         for key, value in data.items():
             if not isinstance(value, dict):
                 raise ConfigError(f"[{key}] in {path} must be a table")
@@ -352,7 +354,8 @@ def load_config(
     known_paths = ["data_dir", "disk_data_dir", "reports_dir", "state_dir"]
     unknown = sorted(set(paths) - set(known_paths))
     if unknown:
-        raise ConfigError(f"unknown key(s) {unknown} in [paths]; accepted: {known_paths} ({see_docs('reference/configuration.md')})")
+        raise ConfigError(f"unknown key(s) {unknown} in [paths]; accepted: {known_paths} "
+                          f"({see_docs('reference/configuration.md')})")
     try:
         return Config(
             region=RegionSpec(**_section(RegionSpec, raw["region"], "region")),
