@@ -162,8 +162,8 @@ def _(lb: dict[str, Any], outage: Outage, timeline: Timeline, name: str, count: 
                 f"reads of the load balancer's nodes up to the end of the window ({end:.1f} s)",
                 seen=[(round(s.t, 1), s.nodes) for s in seen[-3:]])
     wrong = lb_validate.changed(seen, count)
-    timeline.mark("figure", f"node set changes of {name}'s load balancer during the outage", value=len(wrong),
-                  unit="reads")
+    timeline.mark("figure", f"reads of {name}'s load balancer without all {count} nodes during the outage",
+                  value=len(wrong), unit="reads")
     judge.none_of(wrong, f"reads of {name}'s load balancer without all {count} nodes of the outage's start")
 
 
