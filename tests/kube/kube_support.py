@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from harness.kube import ControlPlane, ControlPlaneSpec, ensure_binaries, sources_from_env, start_control_plane
 from harness.kube.controlplane import HOSTNAME_LABEL, ZONE_LABEL
 from harness.wait import wait_for as harness_wait_for
 
@@ -39,6 +41,17 @@ def processes_mentioning(text: str) -> list[str]:
         if text in cmdline and state != "Z":
             found.append(f"{entry.name}: {cmdline[:160]}")
     return found
+
+
+@contextmanager
+def standalone_plane(workdir: Path) -> Iterator[ControlPlane]:
+    """A standalone control plane (no region) in `workdir`, stopped after, leaving no process behind."""
+    plane = start_control_plane(ControlPlaneSpec(), workdir, ensure_binaries(sources_from_env()))
+    try:
+        yield plane
+    finally:
+        plane.stop()
+        assert processes_mentioning(str(workdir)) == []
 
 
 def node_zones(core: k8s.CoreV1Api) -> dict[str, str]:

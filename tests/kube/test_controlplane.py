@@ -19,20 +19,14 @@ from kube_support import (
     live_running,
     node_zones,
     pods,
-    processes_mentioning,
     spread_deployment,
+    standalone_plane,
     statefulset,
     wait_for,
 )
 from kubernetes import client as k8s
 
-from harness.kube import (
-    ControlPlane,
-    ControlPlaneSpec,
-    ensure_binaries,
-    sources_from_env,
-    start_control_plane,
-)
+from harness.kube import ControlPlane, ControlPlaneSpec
 from harness.kube.controlplane import ZONE_LABEL
 
 pytestmark = pytest.mark.kube
@@ -45,16 +39,10 @@ DEPLOY_REPLICAS = 6
 
 @pytest.fixture(scope="module")
 def cp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    binaries = ensure_binaries(sources_from_env())
-    workdir = tmp_path_factory.mktemp("kube")
-    plane = start_control_plane(ControlPlaneSpec(), workdir, binaries)
-    print(f"kubeconfig: {plane.kubeconfig}")
-    try:
+    with standalone_plane(tmp_path_factory.mktemp("kube")) as plane:
+        print(f"kubeconfig: {plane.kubeconfig}")
         yield plane
-    finally:
-        plane.stop()
-        plane.stop()  # idempotent
-        assert processes_mentioning(str(workdir)) == []
+        plane.stop()  # idempotent: standalone_plane stops it again
 
 
 @pytest.fixture(scope="module")

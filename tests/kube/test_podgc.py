@@ -20,10 +20,10 @@ import pytest
 
 pytest.importorskip("kubernetes")
 pytest.importorskip("cryptography")
-from kube_support import api_client, processes_mentioning, wait_for
+from kube_support import api_client, standalone_plane, wait_for
 from kubernetes import client as k8s
 
-from harness.kube import ControlPlane, ControlPlaneSpec, ensure_binaries, sources_from_env, start_control_plane
+from harness.kube import ControlPlane
 from harness.kube.controlplane import ZONE_LABEL
 
 pytestmark = pytest.mark.kube
@@ -38,14 +38,8 @@ READY_NODE = "zone-b-fake"  # a Ready node no kwok manages: nothing deletes pods
 
 @pytest.fixture(scope="module")
 def cp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    binaries = ensure_binaries(sources_from_env())
-    workdir = tmp_path_factory.mktemp("kube-podgc")
-    plane = start_control_plane(ControlPlaneSpec(), workdir, binaries)
-    try:
+    with standalone_plane(tmp_path_factory.mktemp("kube-podgc")) as plane:
         yield plane
-    finally:
-        plane.stop()
-        assert processes_mentioning(str(workdir)) == []
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("cryptography")
 pytest.importorskip("yaml")
-from kube_support import processes_mentioning
+from kube_support import standalone_plane
 
-from harness.kube import ControlPlane, ControlPlaneSpec, ensure_binaries, sources_from_env, start_control_plane
+from harness.kube import ControlPlane
 from harness.kube import resource_manager as grm
 from harness.kube.apiclient import ApiError
 from harness.reference import conventions as conv
@@ -34,13 +34,8 @@ pytestmark = pytest.mark.kube
 
 @pytest.fixture(scope="module")
 def seed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    workdir = tmp_path_factory.mktemp("kube-grm")
-    plane = start_control_plane(ControlPlaneSpec(), workdir, ensure_binaries(sources_from_env()))
-    try:
+    with standalone_plane(tmp_path_factory.mktemp("kube-grm")) as plane:
         yield plane
-    finally:
-        plane.stop()
-        assert processes_mentioning(str(workdir)) == []
 
 
 @pytest.fixture(scope="module")
