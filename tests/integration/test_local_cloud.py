@@ -316,10 +316,17 @@ def test_the_reconciler_outlives_an_api_that_fails(region: LocalRegion, cloud: t
 def test_down_leaves_no_process_file_or_table(region: LocalRegion, cloud: tuple[LocalEnvironment, AwsAccess]) -> None:
     env, _ = cloud
     records = [ProcessRecord.from_dict(r) for r in env.refresh()["cloud"]["processes"].values()]
+    # What a writer of the state file leaves when it is killed between writing and renaming (the
+    # reconciler SIGKILLed above may have been one).
+    path = state_path(env.config.state_dir, NAME)
+    half = path.with_name(f".{path.name}.tmp999999-999999")
+    half.write_text('{"members"')
     removed = region.down()
+    assert f"half-written state {half}" in removed
     assert "cloud work directory" in " ".join(removed)
     assert not any(r.alive() for r in records)
-    assert not workdir(env.config, NAME).exists() and not state_path(env.config.state_dir, NAME).exists()
+    assert not workdir(env.config, NAME).exists() and not path.exists()
+    assert not list(path.parent.glob(f".{path.name}*"))
     assert not [ns for ns in netns.list_netns() if ns.startswith(f"{NAME}-")]
     # The uplink's veth pair went with the router: nothing of it is left out here.
     assert netns.run(["ip", "-o", "link", "show", env.names.uplink], check=False) == ""

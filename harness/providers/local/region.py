@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import netns, rootless
+from harness.files import remove_partial
 from harness.backup.snapshots import MemberSeed, restore
 from harness.command_lines import EtcdServingTls
 from harness.config import Config, with_region
@@ -775,6 +776,9 @@ class LocalRegion:
         holder = state.get("holder_pid") if state else None
         if holder and holder != os.getpid():
             signal_pid(holder, signal.SIGKILL)
+        # Last, when no process of the region is left to write one: a state file's writer killed
+        # mid-write (a crashed reconciler, a harness the OOM killer took) left its half behind.
+        removed += [f"half-written state {tmp}" for tmp in remove_partial(self.path)]
         return removed
 
 
