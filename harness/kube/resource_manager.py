@@ -121,7 +121,7 @@ def local_config(config: dict[str, Any], cert_dir: Path, ports: Ports) -> dict[s
 
 def local_webhooks(configuration: dict[str, Any], port: int, ca_bundle: bytes) -> dict[str, Any]:
     """A webhook configuration Gardener made, calling the process on this host instead of its Service."""
-    out = _as_new(configuration)
+    out = as_new(configuration)
     for webhook in out.get("webhooks", []):
         path = (webhook.get("clientConfig", {}).get("service") or {}).get("path", "")
         webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}",
@@ -129,7 +129,8 @@ def local_webhooks(configuration: dict[str, Any], port: int, ca_bundle: bytes) -
     return out
 
 
-def _as_new(obj: dict[str, Any]) -> dict[str, Any]:
+def as_new(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object an in-memory client held, without the fields the seed's API server sets itself."""
     out = copy.deepcopy(obj)
     meta = out.get("metadata", {})
     for key in _SERVER_SET:
@@ -164,7 +165,7 @@ def start(seed: Seed, zones: Sequence[str], workdir: Path, *, ports: Ports | Non
     config_file.write_text(yaml.safe_dump(local_config(config, cert_dir, ports)))
     api = cluster.connect(KubeAccess(seed.kubeconfig))
     cluster.apply(api, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": GARDEN_NAMESPACE}},
-                        *(_as_new(crd) for crd in of_kind(objects, "CustomResourceDefinition"))])
+                        *(as_new(crd) for crd in of_kind(objects, "CustomResourceDefinition"))])
     # It takes no kubeconfig naming files: one with them embedded, beside its config. Its defaults
     # give it a target cluster too, which in a pod is the in-cluster config like the source's.
     kubeconfig = str(embedded(seed.kubeconfig, workdir / "kubeconfig"))

@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 pytest.importorskip("cryptography")
 pytest.importorskip("yaml")
-from kube_support import standalone_plane
+from kube_support import standalone_plane, wait_for
+from test_gardenlet import ETCD_FINDINGS
+from test_gardenlet import differences as gardenlet_differences
 
 from harness.kube import ControlPlane
+from harness.kube import druid, gardenlet
 from harness.kube import resource_manager as grm
 from harness.kube.apiclient import ApiError
 from harness.reference import conventions as conv
 from harness.processes import terminate
 from harness.kube import cluster
 from harness.reference.deploy import apply_through_webhook
+from harness.components import ETCDS
 from harness.reference.render import ReferenceSpec, render
 from harness.reference.seed_cases import CASES, Case, apply, deviations, placement
 from harness.topology import KubeAccess
@@ -76,6 +81,75 @@ def test_the_reference_in_the_gardener_form_is_placed_by_the_webhook_as_in_the_c
     decided = {name: placement(seed.client().get_json(
         f"/apis/apps/v1/namespaces/{spec.namespace}/{workload['kind'].lower()}s/{name}")) for name, workload in ours.items()}
     assert decided == {name: GARDENER_FORM_FINDINGS.get(name, placement(workload)) for name, workload in ours.items()}
+
+
+_AROUND = {"PodDisruptionBudget": "apis/policy/v1", "Service": "api/v1"}
+# Where etcd-druid v0.36.4's budgets and Services for gardenlet's Etcd resources differ from the
+# renderer's (the peer Services agree: port 2380, headless, publishing addresses not ready):
+# - the budgets say minAvailable 2 where the renderer says maxUnavailable 1 (the same for 3
+#   members); etcd-main's has no unhealthyPodEvictionPolicy (the API's IfHealthyBudget: an
+#   unhealthy member's pod is evicted only while the others are enough), etcd-events' AlwaysAllow
+#   (gardenlet annotates the normal class's Etcd "allow-unhealthy-pod-eviction");
+# - the client Services also expose the peer port and backup-restore's 8080.
+DRUID_FINDINGS = {
+    "PodDisruptionBudget etcd-main": "minAvailable 2",
+    "PodDisruptionBudget etcd-events": "minAvailable 2, unhealthyPodEvictionPolicy AlwaysAllow",
+    "Service etcd-main-client": "port 2379, port 2380, port 8080",
+    "Service etcd-events-client": "port 2379, port 2380, port 8080",
+}
+
+
+def _shape(kind: str, obj: dict[str, Any]) -> str:
+    """A budget's or a Service's settings that decide availability, in one line."""
+    spec = obj["spec"]
+    if kind == "PodDisruptionBudget":
+        return ", ".join(f"{k} {spec[k]}" for k in ("minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy") if k in spec)
+    return ", ".join([*(f"port {p['port']}" for p in spec["ports"]),
+                      *(["headless"] if spec.get("clusterIP") == "None" else []),
+                      *(["publishNotReadyAddresses"] if spec.get("publishNotReadyAddresses") else [])])
+
+
+def test_etcd_druid_makes_gardenlets_etcd_into_statefulsets_the_webhook_places_as_the_gardener_form(
+        seed: ControlPlane, manager: grm.ResourceManager) -> None:
+    """Gardener's whole path for etcd: gardenlet's deployer makes the Etcd resources of a shoot with
+    failure tolerance zone, etcd-druid (real) makes their StatefulSets, the webhook decides their
+    placement. It is the renderer's gardener form's placement of them (3 members, zone and host
+    spread, pinned to the zones), and the pods carry the labels the renderer's do not
+    (ETCD_FINDINGS of test_gardenlet.py, read from druid's own StatefulSet here)."""
+    spec = ReferenceSpec("zone", seed.zones, "gardener", namespace="shoot--harness--druid")
+    druid.start(seed, seed.workdir / "etcd-druid")
+    api = cluster.connect(KubeAccess(seed.kubeconfig))
+    cluster.apply(api, render(spec)[:1])  # the namespace, labelled as gardenlet labels a shoot's
+    etcds = gardenlet.etcd_objects(spec.namespace, "zone")
+    cluster.apply(api, [grm.as_new(o) for o in etcds])
+    client = seed.client()
+
+    def statefulsets() -> dict[str, dict[str, Any]] | None:
+        found = {}
+        for name in ETCDS:
+            try:
+                found[name] = client.get_json(f"/apis/apps/v1/namespaces/{spec.namespace}/statefulsets/{name}")
+            except ApiError as e:
+                if e.status != 404:
+                    raise
+                return None
+        return found
+
+    made = wait_for("etcd-druid to create the StatefulSets of etcd-main and etcd-events", statefulsets, 60.0)
+    ours = {o["metadata"]["name"]: o for o in render(ReferenceSpec("zone", seed.zones, "conventions"))
+            if o["kind"] == "StatefulSet"}
+    assert {name: placement(sts) for name, sts in made.items()} == \
+        {name: GARDENER_FORM_FINDINGS.get(name, placement(ours[name])) for name in ETCDS}
+    # What else druid made for them beside the renderer's own: budgets and Services.
+    druids = {f"{kind} {o['metadata']['name']}": _shape(kind, o) for kind, path in _AROUND.items()
+              for o in client.get_json(f"/{path}/namespaces/{spec.namespace}/{kind.lower()}s")["items"]}
+    assert druids == {**{f"{o['kind']} {o['metadata']['name']}": _shape(o["kind"], o) for o in render(spec)
+                         if o["kind"] in _AROUND and o["metadata"]["name"].startswith(ETCDS)}, **DRUID_FINDINGS}
+    rendered = {o["metadata"]["name"]: o for o in render(spec) if o["kind"] == "StatefulSet"}
+    for name, sts in made.items():
+        etcd = next(o for o in etcds if o["kind"] == "Etcd" and o["metadata"]["name"] == name)
+        assert gardenlet_differences(etcd, rendered[name], sts["spec"]["template"]["metadata"]["labels"]) == \
+            ETCD_FINDINGS["zone"][name]
 
 
 def test_with_the_webhook_down_its_failure_policy_refuses_the_workloads_until_it_is_back(

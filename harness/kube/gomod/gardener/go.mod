@@ -1,5 +1,7 @@
 // Pins Gardener's own code the harness runs on the local seed (harness/kube/resource_manager.py):
-// gardener-resource-manager and gardenlet's component code, built on first use into one program.
+// gardener-resource-manager and gardenlet's component code, built on first use into one program,
+// and etcd-druid (harness/kube/druid.py), the release whose Etcd API gardener's go.mod requires,
+// built from the same module so that the Kubernetes libraries compile once for both.
 // A module of its own: Gardener's Kubernetes libraries are not those of ../go.mod. gardener's
 // go.mod replaces its pkg/apis submodule with its own directory, which a dependent module does not
 // inherit: pkg/apis is pinned here to the same version. Tidy it from this directory on its own.
@@ -8,10 +10,17 @@ module harness/kube/gomod/gardener
 go 1.26.0
 
 require (
+	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/gardener/gardener v1.145.0
 	github.com/gardener/gardener/pkg/apis v1.145.0
+	github.com/go-logr/logr v1.4.3
 	k8s.io/apimachinery v0.35.5
 	sigs.k8s.io/controller-runtime v0.23.3
+)
+
+require (
+	github.com/gardener/etcd-druid v0.36.4 // indirect
+	github.com/onsi/gomega v1.42.0 // indirect
 )
 
 require (
@@ -19,7 +28,6 @@ require (
 	dario.cat/mergo v1.0.2 // indirect
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect
-	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/Masterminds/sprig/v3 v3.3.0 // indirect
 	github.com/PaesslerAG/gval v1.2.4 // indirect
 	github.com/PaesslerAG/jsonpath v0.1.2-0.20240726212847-3a740cf7976f // indirect
@@ -66,7 +74,6 @@ require (
 	github.com/gardener/etcd-druid/api v0.36.4 // indirect
 	github.com/gardener/machine-controller-manager v0.61.3 // indirect
 	github.com/go-jose/go-jose/v4 v4.1.4 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/errors v0.22.7 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
@@ -205,3 +212,15 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+// etcd-druid's go.mod requires its api and client submodules at v0.0.0 and replaces them with its
+// own directories, which a dependent module does not inherit: api is its own v0.36.4 (the version
+// gardener requires), and client, which no package built here imports and the proxy does not
+// serve, an empty module.
+replace (
+	github.com/gardener/etcd-druid/api v0.0.0 => github.com/gardener/etcd-druid/api v0.36.4
+	github.com/gardener/etcd-druid/client v0.0.0 => ./druidclient
+)
+
+// etcd-druid's command: `go build github.com/gardener/etcd-druid/cmd` from this directory.
+tool github.com/gardener/etcd-druid/cmd

@@ -4,13 +4,19 @@
 //	gardener seed-resource-manager --zones a,b  the objects gardenlet's seed reconciler deploys for the
 //	                                           seed's gardener-resource-manager, made by Gardener's
 //	                                           component code and printed as one JSON list
+//	gardener shoot-etcd --namespace NS         the Etcd resources (etcd-main, etcd-events) gardenlet
+//	                                           makes for a shoot's control plane and the Secrets
+//	                                           they name, as one JSON list
+//	gardener druid-crds                        etcd-druid's CustomResourceDefinitions as gardenlet
+//	                                           deploys them, as one JSON list
 //
 // seed-resource-manager calls what gardenlet calls (sharedcomponent.NewRuntimeGardenerResourceManager
 // with the values of pkg/gardenlet/controller/seed/seed/components.go, feature gates at gardenlet's
 // defaults) and deploys into an in-memory client, so that the component config, the webhook
 // configurations and the CRD are Gardener's; the harness runs the command above with them. Only
 // where the process runs differs on the local seed (ports, certificates, the webhooks' address),
-// and the harness rewrites exactly those fields.
+// and the harness rewrites exactly those fields. shoot-etcd does the same with gardenlet's etcd
+// deployer (pkg/component/etcd/etcd) and the values botanist.DefaultEtcd gives it for a shoot.
 package main
 
 import (
@@ -20,7 +26,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/Masterminds/semver/v3"
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -28,8 +38,12 @@ import (
 
 	"github.com/gardener/gardener/cmd/gardener-resource-manager/app"
 	"github.com/gardener/gardener/cmd/utils"
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	"github.com/gardener/gardener/pkg/apis/utils/timewindow"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/component/etcd/etcd"
 	"github.com/gardener/gardener/pkg/component/gardener/resourcemanager"
 	sharedcomponent "github.com/gardener/gardener/pkg/component/shared"
 	"github.com/gardener/gardener/pkg/features"
@@ -38,9 +52,16 @@ import (
 	fakesecretsmanager "github.com/gardener/gardener/pkg/utils/secrets/manager/fake"
 )
 
+var commands = map[string]func() error{
+	"seed-resource-manager": seedResourceManager,
+	"shoot-etcd":            shootEtcd,
+	"druid-crds":            druidCRDs,
+}
+
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "resource-manager" && os.Args[1] != "seed-resource-manager") {
-		fmt.Fprintln(os.Stderr, "usage: gardener resource-manager <flags> | gardener seed-resource-manager --zones a,b,c")
+	if len(os.Args) < 2 || (os.Args[1] != "resource-manager" && commands[os.Args[1]] == nil) {
+		fmt.Fprintln(os.Stderr, "usage: gardener resource-manager <flags> | gardener seed-resource-manager --zones a,b,c | "+
+			"gardener shoot-etcd --namespace NS [--failure-tolerance zone|node|none] | gardener druid-crds")
 		os.Exit(2)
 	}
 	which := os.Args[1]
@@ -53,8 +74,8 @@ func main() {
 		}
 		return
 	}
-	if err := seedResourceManager(); err != nil {
-		fmt.Fprintln(os.Stderr, "gardener seed-resource-manager:", err)
+	if err := commands[which](); err != nil {
+		fmt.Fprintf(os.Stderr, "gardener %s: %v\n", which, err)
 		os.Exit(1)
 	}
 }
@@ -100,8 +121,112 @@ func seedResourceManager() error {
 		return fmt.Errorf("deploying into the in-memory client: %w", err)
 	}
 
+	return printKinds(ctx, c, "ConfigMap", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "CustomResourceDefinition", "Deployment")
+}
+
+// shootEtcd deploys etcd-main and etcd-events as gardenlet does for a shoot (botanist.DefaultEtcd
+// and DeployEtcd, without a backup bucket) into an in-memory client and prints the Etcd resources.
+func shootEtcd() error {
+	namespace := flag.String("namespace", "", "the shoot's control plane namespace on the seed")
+	tolerance := flag.String("failure-tolerance", "zone", "the shoot's spec.controlPlane.highAvailability.failureTolerance.type: zone, node or none")
+	seedVersion := flag.String("seed-version", "1.36.0", "the seed's Kubernetes version")
+	flag.Parse()
+	if *namespace == "" {
+		return fmt.Errorf("--namespace is required")
+	}
+	version, err := semver.NewVersion(*seedVersion)
+	if err != nil {
+		return fmt.Errorf("--seed-version: %w", err)
+	}
+	shoot := &gardencorev1beta1.Shoot{
+		ObjectMeta: metav1.ObjectMeta{Name: "ref", CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
+		Spec: gardencorev1beta1.ShootSpec{
+			Purpose: new(gardencorev1beta1.ShootPurposeEvaluation),
+			Maintenance: &gardencorev1beta1.Maintenance{TimeWindow: &gardencorev1beta1.MaintenanceTimeWindow{
+				Begin: "220000+0000", End: "230000+0000", // the API server's default window
+			}},
+		},
+		Status: gardencorev1beta1.ShootStatus{UID: "harness-reference"},
+	}
+	switch *tolerance {
+	case "zone", "node":
+		shoot.Spec.ControlPlane = &gardencorev1beta1.ControlPlane{HighAvailability: &gardencorev1beta1.HighAvailability{
+			FailureTolerance: gardencorev1beta1.FailureTolerance{Type: gardencorev1beta1.FailureToleranceType(*tolerance)},
+		}}
+	case "none":
+	default:
+		return fmt.Errorf("--failure-tolerance takes zone, node or none, not %q", *tolerance)
+	}
+
+	ctx := context.Background()
+	c := fakeclient.NewClientBuilder().WithScheme(kubernetes.SeedScheme).Build()
+	secrets := fakesecretsmanager.New(c, *namespace)
+	// The shoot's etcd CAs, as gardenlet generates them before it deploys etcd (botanist's caCertConfigurations).
+	for _, ca := range []string{v1beta1constants.SecretNameCAETCD, v1beta1constants.SecretNameCAETCDPeer} {
+		if _, err := secrets.Generate(ctx, &secretsutils.CertificateSecretConfig{Name: ca, CommonName: ca, CertType: secretsutils.CACert}); err != nil {
+			return err
+		}
+	}
+	ha := v1beta1helper.IsHAControlPlaneConfigured(shoot)
+	replicas := int32(1)
+	if ha {
+		replicas = 3
+	}
+	for _, role := range []struct {
+		name     string
+		class    etcd.Class
+		capacity string
+	}{{v1beta1constants.ETCDRoleMain, etcd.ClassImportant, "25Gi"}, {v1beta1constants.ETCDRoleEvents, etcd.ClassNormal, "10Gi"}} {
+		defrag, err := timewindow.DetermineSchedule("%d %d */3 * *", shoot.Spec.Maintenance.TimeWindow.Begin,
+			shoot.Spec.Maintenance.TimeWindow.End, shoot.Status.UID, shoot.CreationTimestamp, timewindow.RandomizeWithinTimeWindow)
+		if err != nil {
+			return err
+		}
+		deployer := etcd.New(logr.Discard(), c, *namespace, secrets, etcd.Values{
+			Role:                     role.name,
+			Class:                    role.class,
+			Replicas:                 &replicas,
+			StorageCapacity:          role.capacity,
+			DefragmentationSchedule:  &defrag,
+			RuntimeKubernetesVersion: version,
+			MaintenanceTimeWindow:    *shoot.Spec.Maintenance.TimeWindow,
+			// getEvictionRequirement for a shoot whose purpose is neither production nor infrastructure
+			EvictionRequirement:     new(v1beta1constants.EvictionRequirementInMaintenanceWindowOnly),
+			PriorityClassName:       v1beta1constants.PriorityClassNameShootControlPlane500,
+			HighAvailabilityEnabled: ha,
+		})
+		if err := deployer.Deploy(ctx); err != nil {
+			return fmt.Errorf("deploying etcd-%s into the in-memory client: %w", role.name, err)
+		}
+	}
+	return printKinds(ctx, c, "Etcd", "Secret")
+}
+
+// druidCRDs deploys etcd-druid's CRDs as gardenlet does (etcd.NewCRD) into an in-memory client and
+// prints them.
+func druidCRDs() error {
+	seedVersion := flag.String("seed-version", "1.36.0", "the seed's Kubernetes version")
+	flag.Parse()
+	version, err := semver.NewVersion(*seedVersion)
+	if err != nil {
+		return fmt.Errorf("--seed-version: %w", err)
+	}
+	ctx := context.Background()
+	c := fakeclient.NewClientBuilder().WithScheme(kubernetes.SeedScheme).Build()
+	crds, err := etcd.NewCRD(c, version)
+	if err != nil {
+		return err
+	}
+	if err := crds.Deploy(ctx); err != nil {
+		return fmt.Errorf("deploying into the in-memory client: %w", err)
+	}
+	return printKinds(ctx, c, "CustomResourceDefinition")
+}
+
+// printKinds prints the objects of these kinds the in-memory client holds as one JSON list.
+func printKinds(ctx context.Context, c client.Client, kinds ...string) error {
 	var out []map[string]any
-	for _, kind := range []string{"ConfigMap", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "CustomResourceDefinition", "Deployment"} {
+	for _, kind := range kinds {
 		objects, err := list(ctx, c, kind)
 		if err != nil {
 			return err
@@ -119,6 +244,8 @@ func list(ctx context.Context, c client.Client, kind string) ([]map[string]any, 
 		"ValidatingWebhookConfiguration": {"admissionregistration.k8s.io", "v1"},
 		"CustomResourceDefinition":       {"apiextensions.k8s.io", "v1"},
 		"Deployment":                     {"apps", "v1"},
+		"Etcd":                           {"druid.gardener.cloud", "v1alpha1"},
+		"Secret":                         {"", "v1"},
 	}
 	gv := gvks[kind]
 	items := &unstructured.UnstructuredList{}

@@ -1,0 +1,92 @@
+"""etcd-druid, real, beside a local seed: its own command, built from the gardener module
+(kube/gomod/gardener pins etcd-druid v0.36.4, the release whose Etcd API gardener v1.145.0
+requires), with its CRDs as gardenlet deploys them. Given the `Etcd` resources gardenlet makes
+(harness.kube.gardenlet), it creates what a seed's etcd-druid creates: the StatefulSet, its
+Services, PodDisruptionBudget, ConfigMap, member Leases, ServiceAccount and Role.
+
+The process runs on the seed's host, not as a pod: its metrics and webhook ports are free ones
+of the host's and it elects no leader (one instance). Every other setting is its default.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import gobuild
+from harness.errors import WaitAbandoned
+from harness.kube import cluster, gardenlet
+from harness.kube.apiclient import ApiClient, ApiError
+from harness.kube.controlplane import free_ports
+from harness.kube.kubeconfig import embedded
+from harness.kube.resource_manager import MODULE_DIR, Seed, as_new
+from harness.processes import log_tail
+from harness.topology import KubeAccess
+from harness.wait import wait_for
+
+NAME = "etcd-druid"
+PROGRAM = gobuild.CachedProgram(
+    MODULE_DIR, NAME, "github.com/gardener/etcd-druid", "etcd-druid", "etcd-druid", "etcd-druid",
+    "install Go 1.26 or newer (make setup does)", "python -m harness.kube.druid", min_go=(1, 26),
+    sources=("go.mod", "go.sum", "druidclient/go.mod"), package="github.com/gardener/etcd-druid/cmd")
+READY_TIMEOUT_S = 60.0
+
+
+class DruidError(gardenlet.GardenletError):
+    """etcd-druid could not be set up on the seed."""
+
+
+def _say(message: str) -> None:
+    print(f"[{NAME}] {message}", file=sys.stderr, flush=True)
+
+
+def binary(cache_root: Path | None = None) -> Path:
+    """The program, built into the cache on first use."""
+    return PROGRAM.path(cache_root, progress=_say)
+
+
+@dataclass(frozen=True)
+class Druid:
+    """A running etcd-druid."""
+
+    metrics_port: int
+    workdir: Path
+
+
+def start(seed: Seed, workdir: Path, *, program: Path | None = None, timeout: float = READY_TIMEOUT_S) -> Druid:
+    """Its CRDs applied to `seed`, then the controller started beside it, once its metrics serve."""
+    crds = gardenlet.druid_crds()
+    api = cluster.connect(KubeAccess(seed.kubeconfig))
+    cluster.apply(api, [as_new(crd) for crd in crds])
+    metrics, webhooks = free_ports(2)
+    workdir.mkdir(parents=True, exist_ok=True)
+    kubeconfig = str(embedded(seed.kubeconfig, workdir / "kubeconfig"))
+    seed.start_component(NAME, [str(program or binary()), "--enable-leader-election=false",
+                                "--metrics-bind-address=127.0.0.1", f"--metrics-port={metrics}",
+                                "--webhook-server-bind-address=127.0.0.1", f"--webhook-server-port={webhooks}"],
+                         env={"KUBECONFIG": kubeconfig})
+    probe = ApiClient(f"http://127.0.0.1:{metrics}", None, None, None)
+
+    def ready() -> str | None:
+        try:
+            status, body = probe.request("GET", "/metrics", timeout=2.0)
+        except (ApiError, OSError) as exc:
+            return str(exc)
+        return None if status == 200 else f"/metrics {status}: {body[:200]}"
+
+    def gone() -> str | None:
+        if NAME in seed.running():
+            return None
+        log = seed.workdir / "logs" / f"{NAME}.log"
+        return f"{NAME} exited; its log {log} ends with:\n{log_tail(log)}"
+
+    try:
+        wait_for(ready, lambda r: r is None, f"{NAME} /metrics on 127.0.0.1:{metrics}", timeout, interval=0.5, give_up=gone)
+    except WaitAbandoned as exc:
+        raise DruidError(str(exc)) from None
+    return Druid(metrics, workdir)
+
+
+if __name__ == "__main__":
+    print(binary())
