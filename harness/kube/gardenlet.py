@@ -3,7 +3,9 @@
 `gardener shoot-etcd` (the program of kube/gomod/gardener) runs gardenlet's etcd deployer
 (pkg/component/etcd/etcd) with the values botanist.DefaultEtcd gives it for a shoot, into an
 in-memory client, and prints the `Etcd` resources etcd-druid reconciles on the seed and the
-Secrets they name; `gardener druid-crds` prints etcd-druid's CRDs as gardenlet deploys them.
+Secrets they name; `gardener shoot-kube-apiserver` does the same with its kube-apiserver deployer
+(pkg/component/kubernetes/apiserver); `gardener druid-crds` prints etcd-druid's CRDs as gardenlet
+deploys them.
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ def etcd_objects(namespace: str, tolerance: str = "zone", program: Path | None =
 def etcd_resources(namespace: str, tolerance: str = "zone", program: Path | None = None) -> dict[str, dict[str, Any]]:
     """The `Etcd` resources of etcd_objects, by name."""
     return {o["metadata"]["name"]: o for o in etcd_objects(namespace, tolerance, program) if o["kind"] == "Etcd"}
+
+
+def kube_apiserver_objects(namespace: str, tolerance: str = "zone", program: Path | None = None) -> list[dict[str, Any]]:
+    """kube-apiserver's Deployment, PodDisruptionBudget and HorizontalPodAutoscaler for the same shoot
+    (gardenlet deploys it after etcd, whose client certificate it mounts; without the VPN to the
+    shoot's nodes, which needs a seed's VPN server)."""
+    return _run(program, "shoot-kube-apiserver", f"--namespace={namespace}", f"--failure-tolerance={tolerance}")
 
 
 def druid_crds(program: Path | None = None) -> list[dict[str, Any]]:

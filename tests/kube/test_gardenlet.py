@@ -1,8 +1,10 @@
-"""gardenlet's etcd deployer, Gardener's own code (`gardener shoot-etcd`, harness.kube.gardenlet):
-the `Etcd` resources of a shoot's control plane, against the etcd StatefulSets the renderer's
-gardener form hands the seed in place of etcd-druid's. Where the two differ, the difference is a
-finding (ETCD_FINDINGS, docs/guides/reference.md "The Etcd resources as gardenlet makes them"),
-stated exactly so that a change on either side shows.
+"""gardenlet's etcd and kube-apiserver deployers, Gardener's own code (`gardener shoot-etcd`,
+`gardener shoot-kube-apiserver`, harness.kube.gardenlet): the `Etcd` resources of a shoot's
+control plane, against the etcd StatefulSets the renderer's gardener form hands the seed in place
+of etcd-druid's, and kube-apiserver's Deployment, budget and autoscaler against the renderer's.
+Where the two differ, the difference is a finding (ETCD_FINDINGS, KUBE_APISERVER_FINDINGS,
+docs/guides/reference.md "The control plane's objects as gardenlet makes them"), stated exactly
+so that a change on either side shows.
 
 Slow on a fresh machine only: it builds Gardener's program on first use.
 """
@@ -107,3 +109,54 @@ def test_the_renderers_etcd_against_gardenlets(shoot: tuple[str, dict[str, dict[
 def test_a_failure_tolerance_gardener_does_not_know_is_refused_saying_what_it_takes() -> None:
     with pytest.raises(gardenlet.GardenletError, match=r"--failure-tolerance takes zone, node or none, not \"region\""):
         gardenlet.etcd_resources(NAMESPACE, "region")
+
+
+def apiserver_differences(gardeners: list[dict[str, Any]], ours: list[dict[str, Any]]) -> dict[str, Any]:
+    """What gardenlet's kube-apiserver objects and the renderer's say differently, field by field:
+    {field: (Gardener's, the renderer's)}; pod labels as the keys only one side has."""
+    g = {o["kind"]: o for o in gardeners}
+    r = {o["kind"]: o for o in ours if o["metadata"]["name"] == "kube-apiserver"}
+    pairs = {
+        "replicas": (g["Deployment"]["spec"]["replicas"], r["Deployment"]["spec"]["replicas"]),
+        "autoscaler": tuple((o["HorizontalPodAutoscaler"]["spec"]["minReplicas"], o["HorizontalPodAutoscaler"]["spec"]["maxReplicas"])
+                            for o in (g, r)),
+        "budget": (g["PodDisruptionBudget"]["spec"], r["PodDisruptionBudget"]["spec"]),
+        "strategy": (g["Deployment"]["spec"].get("strategy"), r["Deployment"]["spec"].get("strategy")),
+        "priorityClassName": tuple(o["Deployment"]["spec"]["template"]["spec"].get("priorityClassName") for o in (g, r)),
+    }
+    found: dict[str, Any] = {k: v for k, v in pairs.items() if v[0] != v[1]}
+    theirs, mine = (o["Deployment"]["spec"]["template"]["metadata"]["labels"] for o in (g, r))
+    only_gardener = sorted(k for k in theirs if mine.get(k) != theirs[k])
+    only_ours = sorted(k for k in mine if k not in theirs and not k.startswith(AGENT_PREFIX))
+    if only_gardener or only_ours:
+        found["pod labels"] = (only_gardener, only_ours)
+    return found
+
+
+_APISERVER_LABELS = (["networking.gardener.cloud/to-dns", "networking.gardener.cloud/to-private-networks",
+                      "networking.gardener.cloud/to-public-networks", "networking.resources.gardener.cloud/to-all-webhook-targets",
+                      "networking.resources.gardener.cloud/to-etcd-events-client-tcp-2379",
+                      "networking.resources.gardener.cloud/to-etcd-main-client-tcp-2379",
+                      "networking.resources.gardener.cloud/to-extensions-all-webhook-targets"], [])
+_SURGE = ({"rollingUpdate": {"maxSurge": "100%", "maxUnavailable": 0}, "type": "RollingUpdate"}, None)
+
+# What gardenlet gives kube-apiserver that the renderer's gardener form does not, per failure
+# tolerance (the budget agrees: maxUnavailable 1, AlwaysAllow). The autoscaler: botanist scales
+# every HA shoot's kube-apiserver from 3 (2 without HA) up to 6; the renderer pins it to one per
+# zone of the control plane (GEP-20's MinReplicas = len(zones)), which is 1 for `node` and `none`,
+# so that there the webhook's count decides (2 for a server). A rolling update surges 100% and
+# takes none away. The priority class and the network policy labels as for etcd.
+KUBE_APISERVER_FINDINGS: dict[str, dict[str, Any]] = {
+    "zone": {"autoscaler": ((3, 6), (3, 3)), "strategy": _SURGE, "priorityClassName": ("gardener-system-500", None),
+             "pod labels": _APISERVER_LABELS},
+    "node": {"replicas": (3, 1), "autoscaler": ((3, 6), (1, 1)), "strategy": _SURGE,
+             "priorityClassName": ("gardener-system-500", None), "pod labels": _APISERVER_LABELS},
+    "none": {"replicas": (2, 1), "autoscaler": ((2, 6), (1, 1)), "strategy": _SURGE,
+             "priorityClassName": ("gardener-system-500", None), "pod labels": _APISERVER_LABELS},
+}
+
+
+@pytest.mark.parametrize("tolerance", TOLERANCES)
+def test_the_renderers_kube_apiserver_against_gardenlets(tolerance: str) -> None:
+    ours = render(ReferenceSpec(tolerance=tolerance, seed_zones=ZONES, form="gardener", namespace=NAMESPACE, real=True))
+    assert apiserver_differences(gardenlet.kube_apiserver_objects(NAMESPACE, tolerance), ours) == KUBE_APISERVER_FINDINGS[tolerance]
