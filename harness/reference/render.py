@@ -15,7 +15,8 @@ PodDisruptionBudgets, and the etcd peer NetworkPolicy. Three scheduling forms:
 - `gardener`: the workloads as Gardener's components hand them to the seed, for Gardener's own
   webhook (gardener-resource-manager, harness.kube.resource_manager) to decide: no affinity and
   no spread constraints; the Deployments labelled with their type and one replica (kube-apiserver
-  three, with the HorizontalPodAutoscaler it is scaled by); the etcd StatefulSets as etcd-druid
+  with the HorizontalPodAutoscaler and the rolling update gardenlet gives it, 3 to 6 with high
+  availability, and its minimum); the etcd StatefulSets as etcd-druid
   makes them from the Etcd resources, three members and no type label. The counts the webhook is
   expected to decide are the conventions form's.
 """
@@ -173,9 +174,15 @@ def manifest_replicas(spec: ReferenceSpec, c: Component) -> int:
 
 
 def autoscaled(spec: ReferenceSpec) -> tuple[int, int]:
-    """kube-apiserver's HorizontalPodAutoscaler in the gardener form: (minReplicas, maxReplicas),
-    both one per zone as GEP-20 has it, so that nothing here scales it."""
-    return len(spec.zones), len(spec.zones)
+    """kube-apiserver's HorizontalPodAutoscaler in the gardener form: (minReplicas, maxReplicas) as
+    gardenlet sets them (botanist's computeKubeAPIServerAutoscalingConfig: 3 for a shoot with high
+    availability, else 2, up to 6; tests/kube/test_gardenlet.py holds them to its code). The local
+    seed serves no resource metrics, so nothing scales it above the minimum."""
+    return (2 if spec.tolerance == "none" else 3), 6
+
+
+# How gardenlet rolls kube-apiserver's Deployment: every new pod up before an old one goes.
+GARDENER_APISERVER_STRATEGY = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "100%", "maxUnavailable": 0}}
 
 
 def _scheduling(spec: ReferenceSpec, c: Component, count: int) -> dict[str, Any]:
@@ -225,6 +232,8 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
             "template": {"metadata": pod_meta, "spec": pod_spec},
         },
     }
+    if spec.form == "gardener" and c.name == "kube-apiserver":
+        workload["spec"]["strategy"] = GARDENER_APISERVER_STRATEGY
     if c.kind == "StatefulSet":
         container["volumeMounts"] = [{"name": c.name, "mountPath": "/var/etcd/data"}, *container.get("volumeMounts", [])]
         claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": ETCD_VOLUME_SIZE}}}

@@ -138,21 +138,13 @@ _APISERVER_LABELS = (["networking.gardener.cloud/to-dns", "networking.gardener.c
                       "networking.resources.gardener.cloud/to-etcd-events-client-tcp-2379",
                       "networking.resources.gardener.cloud/to-etcd-main-client-tcp-2379",
                       "networking.resources.gardener.cloud/to-extensions-all-webhook-targets"], [])
-_SURGE = ({"rollingUpdate": {"maxSurge": "100%", "maxUnavailable": 0}, "type": "RollingUpdate"}, None)
 
-# What gardenlet gives kube-apiserver that the renderer's gardener form does not, per failure
-# tolerance (the budget agrees: maxUnavailable 1, AlwaysAllow). The autoscaler: botanist scales
-# every HA shoot's kube-apiserver from 3 (2 without HA) up to 6; the renderer pins it to one per
-# zone of the control plane (GEP-20's MinReplicas = len(zones)), which is 1 for `node` and `none`,
-# so that there the webhook's count decides (2 for a server). A rolling update surges 100% and
-# takes none away. The priority class and the network policy labels as for etcd.
+# What gardenlet gives kube-apiserver that the renderer's gardener form does not (the counts, the
+# autoscaler, the rolling update and the budget agree: the renderer takes them from gardenlet): the
+# priority class and the network policy labels, as for etcd.
 KUBE_APISERVER_FINDINGS: dict[str, dict[str, Any]] = {
-    "zone": {"autoscaler": ((3, 6), (3, 3)), "strategy": _SURGE, "priorityClassName": ("gardener-system-500", None),
-             "pod labels": _APISERVER_LABELS},
-    "node": {"replicas": (3, 1), "autoscaler": ((3, 6), (1, 1)), "strategy": _SURGE,
-             "priorityClassName": ("gardener-system-500", None), "pod labels": _APISERVER_LABELS},
-    "none": {"replicas": (2, 1), "autoscaler": ((2, 6), (1, 1)), "strategy": _SURGE,
-             "priorityClassName": ("gardener-system-500", None), "pod labels": _APISERVER_LABELS},
+    tolerance: {"priorityClassName": ("gardener-system-500", None), "pod labels": _APISERVER_LABELS}
+    for tolerance in TOLERANCES
 }
 
 
