@@ -85,15 +85,10 @@ def test_the_reference_in_the_gardener_form_is_placed_by_the_webhook_as_in_the_c
 
 _AROUND = {"PodDisruptionBudget": "apis/policy/v1", "Service": "api/v1"}
 # Where etcd-druid v0.36.4's budgets and Services for gardenlet's Etcd resources differ from the
-# renderer's (the peer Services agree: port 2380, headless, publishing addresses not ready):
-# - the budgets say minAvailable 2 where the renderer says maxUnavailable 1 (the same for 3
-#   members); etcd-main's has no unhealthyPodEvictionPolicy (the API's IfHealthyBudget: an
-#   unhealthy member's pod is evicted only while the others are enough), etcd-events' AlwaysAllow
-#   (gardenlet annotates the normal class's Etcd "allow-unhealthy-pod-eviction");
-# - the client Services also expose the peer port and backup-restore's 8080.
+# renderer's gardener form (the budgets agree: the form takes druid's; the peer Services agree:
+# port 2380, headless, publishing addresses not ready): the client Services also expose the peer
+# port and backup-restore's 8080.
 DRUID_FINDINGS = {
-    "PodDisruptionBudget etcd-main": "minAvailable 2",
-    "PodDisruptionBudget etcd-events": "minAvailable 2, unhealthyPodEvictionPolicy AlwaysAllow",
     "Service etcd-main-client": "port 2379, port 2380, port 8080",
     "Service etcd-events-client": "port 2379, port 2380, port 8080",
 }
