@@ -10,7 +10,7 @@ import pytest
 
 from harness import netns
 from harness import faults as fault_registry
-from harness.errors import ConfigError, FaultError
+from harness.errors import ConfigError, FaultError, WaitTimeout
 from harness.faults.base import Injection
 from harness.faults.runner import FaultRunner, heal_everything
 from harness.faults.zone import ZoneOutage
@@ -75,6 +75,19 @@ def test_sweep_removes_a_pause_and_a_peer_blackhole_the_ledger_lost(region_env: 
     done = heal_everything(region_env)
     assert "removed nft table harness_peer_etcd_1" in done
     assert not region_env.member_paused("etcd-2") and fault_tables("it") == []
+    region_env.wait_healthy(region_env.config.timeouts.recovery)
+
+
+def test_a_member_that_keeps_the_region_unhealthy_is_named_with_the_end_of_its_log(region_env: LocalEnvironment) -> None:
+    region_env.pause_member("etcd-2")  # it answers no status: never caught up
+    try:
+        with pytest.raises(WaitTimeout) as waited:
+            region_env.wait_healthy(1.0)
+    finally:
+        region_env.resume_member("etcd-2")
+    log = region_env.state["members"]["etcd-2"]["log"]
+    assert f"(etcd-2's log {log} ends with: " in str(waited.value)
+    assert "etcd-0's log" not in str(waited.value) and "etcd-1's log" not in str(waited.value)
     region_env.wait_healthy(region_env.config.timeouts.recovery)
 
 

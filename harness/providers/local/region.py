@@ -93,11 +93,31 @@ class LocalEnvironment(RegionRecord):
         self, timeout: float | None = None, members: list[str] | None = None, max_lag: int = 20
     ) -> dict[str, Status | str]:
         """The members healthy (see EtcdMembers.wait_members); with the local seed running and no
-        member named, also every seed node Ready."""
-        statuses = self.wait_members(timeout, members, max_lag)
+        member named, also every seed node Ready. A member that kept them waiting is named with the
+        end of its log: the state file and the logs may be gone when the error is read (a CI run)."""
+        try:
+            statuses = self.wait_members(timeout, members, max_lag)
+        except WaitTimeout as e:
+            raise WaitTimeout(e.description + self._behind(e.last, max_lag), e.timeout, e.last) from None
         if members is None and self.refresh().get("kubernetes"):
             wait_nodes_ready(self, timeout or self.config.timeouts.member_ready)
         return statuses
+
+    def _behind(self, last: object, max_lag: int) -> str:
+        """What the logs of the members that did not answer, or were more than `max_lag` entries
+        behind, end with; "" when `last` holds no statuses."""
+        if not isinstance(last, dict):
+            return ""
+        applied = [s.applied_index for s in last.values() if isinstance(s, Status)]
+        behind = [name for name, s in last.items()
+                  if not isinstance(s, Status) or (applied and max(applied) - s.applied_index > max_lag)]
+        said = []
+        for name in behind:
+            log = (self.state.get("members", {}).get(name) or {}).get("log")
+            if log:
+                lines = [line[:300] for line in log_tail(log, 3).splitlines()]
+                said.append(f"{name}'s log {log} ends with: {' | '.join(lines)}")
+        return "".join(f" ({s})" for s in said)
 
     # -- member processes: harness.providers.local.members -------------------------
     def member_pid(self, member: str) -> int | None:
