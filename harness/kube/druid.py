@@ -15,15 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import gobuild
-from harness.errors import WaitAbandoned
 from harness.kube import cluster, gardenlet
-from harness.kube.apiclient import ApiClient, ApiError
 from harness.kube.controlplane import free_ports
 from harness.kube.kubeconfig import embedded
-from harness.kube.resource_manager import MODULE_DIR, Seed, as_new
-from harness.processes import log_tail
+from harness.kube.resource_manager import MODULE_DIR, ResourceManagerError, Seed, as_new, wait_serving
 from harness.topology import KubeAccess
-from harness.wait import wait_for
 
 NAME = "etcd-druid"
 PROGRAM = gobuild.CachedProgram(
@@ -66,24 +62,9 @@ def start(seed: Seed, workdir: Path, *, program: Path | None = None, timeout: fl
                                 "--metrics-bind-address=127.0.0.1", f"--metrics-port={metrics}",
                                 "--webhook-server-bind-address=127.0.0.1", f"--webhook-server-port={webhooks}"],
                          env={"KUBECONFIG": kubeconfig})
-    probe = ApiClient(f"http://127.0.0.1:{metrics}", None, None, None)
-
-    def ready() -> str | None:
-        try:
-            status, body = probe.request("GET", "/metrics", timeout=2.0)
-        except (ApiError, OSError) as exc:
-            return str(exc)
-        return None if status == 200 else f"/metrics {status}: {body[:200]}"
-
-    def gone() -> str | None:
-        if NAME in seed.running():
-            return None
-        log = seed.workdir / "logs" / f"{NAME}.log"
-        return f"{NAME} exited; its log {log} ends with:\n{log_tail(log)}"
-
     try:
-        wait_for(ready, lambda r: r is None, f"{NAME} /metrics on 127.0.0.1:{metrics}", timeout, interval=0.5, give_up=gone)
-    except WaitAbandoned as exc:
+        wait_serving(seed, NAME, metrics, "/metrics", timeout)
+    except ResourceManagerError as exc:
         raise DruidError(str(exc)) from None
     return Druid(metrics, workdir)
 

@@ -171,30 +171,35 @@ def start(seed: Seed, zones: Sequence[str], workdir: Path, *, ports: Ports | Non
     kubeconfig = str(embedded(seed.kubeconfig, workdir / "kubeconfig"))
     seed.start_component(NAME, [str(program), "resource-manager", f"--config={config_file}"],
                          env={"KUBECONFIG": kubeconfig, "TARGET_KUBECONFIG": kubeconfig})
-    probe = ApiClient(f"http://127.0.0.1:{ports.health}", None, None, None)
-
-    def ready() -> str | None:
-        try:
-            status, body = probe.request("GET", "/readyz", timeout=2.0)
-        except (ApiError, OSError) as exc:
-            return str(exc)
-        return None if status == 200 else f"/readyz {status}: {body[:200]}"
-
-    def gone() -> str | None:
-        if NAME in seed.running():
-            return None
-        log = seed.workdir / "logs" / f"{NAME}.log"
-        return f"{NAME} exited; its log {log} ends with:\n{log_tail(log)}"
-
-    try:
-        wait_for(ready, lambda r: r is None, f"{NAME} /readyz on 127.0.0.1:{ports.health}", timeout, interval=0.5,
-                 give_up=gone)
-    except WaitAbandoned as exc:
-        raise ResourceManagerError(str(exc)) from None
+    wait_serving(seed, NAME, ports.health, "/readyz", timeout)
     # Applied over any from an earlier start on this seed: they must name this process's port and CA.
     registered = [local_webhooks(c, ports.webhooks, ca) for kind in WEBHOOK_KINDS for c in of_kind(objects, kind)]
     cluster.apply(api, registered)
     return ResourceManager(config, registered, ports, workdir)
+
+
+def wait_serving(seed: Seed, name: str, port: int, path: str, timeout: float) -> None:
+    """Wait until component `name`, started beside `seed`, answers GET `path` on 127.0.0.1:`port`
+    with 200; raises ResourceManagerError at once, with the end of its log, if it exits first."""
+    probe = ApiClient(f"http://127.0.0.1:{port}", None, None, None)
+
+    def ready() -> str | None:
+        try:
+            status, body = probe.request("GET", path, timeout=2.0)
+        except (ApiError, OSError) as exc:
+            return str(exc)
+        return None if status == 200 else f"{path} {status}: {body[:200]}"
+
+    def gone() -> str | None:
+        if name in seed.running():
+            return None
+        log = seed.workdir / "logs" / f"{name}.log"
+        return f"{name} exited; its log {log} ends with:\n{log_tail(log)}"
+
+    try:
+        wait_for(ready, lambda r: r is None, f"{name} {path} on 127.0.0.1:{port}", timeout, interval=0.5, give_up=gone)
+    except WaitAbandoned as exc:
+        raise ResourceManagerError(str(exc)) from None
 
 
 def calls_ha_webhook(access: KubeAccess) -> bool:

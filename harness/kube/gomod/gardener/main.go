@@ -136,7 +136,7 @@ func seedResourceManager() error {
 
 // shoot is a Shoot as the API server defaults one, with the control plane's failure tolerance,
 // and an in-memory seed client holding its CAs as gardenlet generates them before it deploys the
-// control plane (botanist's caCertConfigurations).
+// control plane (botanist's caCertConfigurations) and its etcds, which gardenlet deploys first.
 type shoot struct {
 	*gardencorev1beta1.Shoot
 	namespace string
@@ -186,7 +186,7 @@ func newShoot(ctx context.Context) (*shoot, error) {
 		}
 	}
 	s.secrets = fake
-	return s, nil
+	return s, s.deployEtcd(ctx)
 }
 
 // deployEtcd deploys etcd-main and etcd-events as gardenlet does for the shoot (botanist.DefaultEtcd
@@ -235,22 +235,16 @@ func shootEtcd() error {
 	if err != nil {
 		return err
 	}
-	if err := s.deployEtcd(ctx); err != nil {
-		return err
-	}
 	return printKinds(ctx, s.client, "Etcd", "Secret")
 }
 
 // shootKubeAPIServer deploys kube-apiserver as gardenlet does for the shoot (botanist.DefaultKubeAPIServer
-// and DeployKubeAPIServer; without the VPN to the shoot's nodes, which needs a seed's VPN server) after
-// its etcds (it mounts etcd's client certificate), and prints its Deployment, budget and autoscaler.
+// and DeployKubeAPIServer; without the VPN to the shoot's nodes, which needs a seed's VPN server),
+// after its etcds (it mounts etcd's client certificate), and prints its Deployment, budget and autoscaler.
 func shootKubeAPIServer() error {
 	ctx := context.Background()
 	s, err := newShoot(ctx)
 	if err != nil {
-		return err
-	}
-	if err := s.deployEtcd(ctx); err != nil {
 		return err
 	}
 	// As Gardener's own tests of the deployer do: the service account keys' bundle, which the
