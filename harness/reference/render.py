@@ -15,10 +15,9 @@ PodDisruptionBudgets, and the etcd peer NetworkPolicy. Three scheduling forms:
 - `gardener`: the workloads as Gardener's components hand them to the seed, for Gardener's own
   webhook (gardener-resource-manager, harness.kube.resource_manager) to decide: no affinity and
   no spread constraints; the Deployments labelled with their type and one replica (kube-apiserver
-  with the HorizontalPodAutoscaler and the rolling update gardenlet gives it, 3 to 6 with high
-  availability, and its minimum); the etcd StatefulSets as etcd-druid
-  makes them from the Etcd resources, three members and no type label. The counts the webhook is
-  expected to decide are the conventions form's.
+  its autoscaler's minimum, with the autoscaler and the rolling update gardenlet gives it); the
+  etcd StatefulSets and their budgets as etcd-druid makes them from the Etcd resources, three
+  members and no type label. The counts the webhook is expected to decide are the conventions form's.
 """
 
 from __future__ import annotations

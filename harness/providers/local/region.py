@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import netns, rootless
-from harness.files import remove_partial
 from harness.backup.snapshots import MemberSeed, restore
 from harness.command_lines import EtcdServingTls
 from harness.config import Config, with_region
 from harness.errors import CapabilityMissing, ConfigError, EnvironmentStateError, PrerequisiteError, WaitTimeout
 from harness.etcd_gateway import EtcdClient, EtcdRequestError, Status
+from harness.files import remove_partial
 from harness.kube import cluster, loadbalancer
 from harness.kube.agent import volume_path
 from harness.kube.binaries import KUBERNETES_VERSION
