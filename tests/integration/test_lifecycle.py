@@ -98,7 +98,8 @@ def test_a_chaos_job_whose_pytest_was_killed_still_takes_its_region_down() -> No
         while not (state_path(cfg.state_dir, "cjk").exists() and namespaces("cjk")):
             assert time.monotonic() < deadline and job.poll() is None, "the region never came up"
             time.sleep(0.1)
-        (child,) = [int(p) for p in os.listdir("/proc") if p.isdigit() and _runs_pytest_of(int(p), "cjk")]
+        # The harness's own child: one the pytest forks shows its command line until it execs.
+        (child,) = [int(p) for p in os.listdir("/proc") if p.isdigit() and _runs_pytest_of(int(p), "cjk", job.pid)]
         os.kill(child, signal.SIGKILL)
         out = job.communicate(timeout=300)[0]
         assert "harness run: region 'cjk' is still up: healing it and taking it down" in out, out[-3000:]
@@ -109,9 +110,10 @@ def test_a_chaos_job_whose_pytest_was_killed_still_takes_its_region_down() -> No
         cli("--name", "cjk", "down")
 
 
-def _runs_pytest_of(pid: int, region: str) -> bool:
+def _runs_pytest_of(pid: int, region: str, parent: int) -> bool:
     try:
         argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-    except OSError:
+        ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
         return False
-    return b"pytest" in argv and region.encode() in argv and b"--region-name" in argv
+    return ppid == parent and b"pytest" in argv and region.encode() in argv and b"--region-name" in argv
