@@ -14,7 +14,9 @@ Feature: Voluntary disruptions of the shoot control plane under probes (GEP-20's
     the quorum, and every member's /health said "leader changed" for 1.5 s while the leadership
     changed hands. The leader's own eviction moves the leadership once (etcd hands it over when
     it stops). Writes stopped for 1.9 s here, not when the leader's pod went but about 5 s
-    later, when its replacement rejoined.
+    later, when its replacement rejoined. The budget lets a member that is not Ready go only
+    while it holds (the API's IfHealthyBudget): with seed 001's AlwaysAllow, a follower unready
+    during an election was evicted while the leader's replacement did not serve yet.
 
     Given the reference control plane with failure tolerance "zone" in the gep20 form runs for real
     And etcd-main of the shoot control plane is the etcd under test

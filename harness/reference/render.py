@@ -288,6 +288,13 @@ def _pdb(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
     # GEP-20: no more members unavailable than the cluster tolerates, (n-1)/2; one of anything else.
     unavailable = max(1, (replicas(spec, c) - 1) // 2) if c.name in ETCDS else 1
     budget: dict[str, Any] = {"maxUnavailable": unavailable, "unhealthyPodEvictionPolicy": "AlwaysAllow"}
+    if spec.form == "gep20" and c.name in ETCDS:
+        # GEP-20's budget "ensures that no more than one member is unavailable"; seed 001's AlwaysAllow
+        # does not: it let a follower that was unready while the leadership changed hands be evicted
+        # while the old leader's replacement did not serve yet, two members away at once
+        # (docs/guides/reference.md). The API's IfHealthyBudget lets an unready member go only
+        # while the budget holds.
+        del budget["unhealthyPodEvictionPolicy"]
     if spec.form == "gardener" and c.name in ETCDS:
         # etcd-druid's (v0.36.4): a quorum available; an unhealthy member's pod evicted regardless only
         # where gardenlet annotates the Etcd so, its normal class (etcd-events), else the API's
