@@ -38,6 +38,7 @@ BUILDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("machine-controller-manager", "harness.kube.machine_controller", ()),
     ("Gardener (gardener-resource-manager)", "harness.kube.resource_manager", ()),
     ("etcd-druid", "harness.kube.druid", ()),
+    ("etcd-backup-restore", "harness.kube.backup_restore", ()),
     ("powerloss-fs", "harness.providers.local.host.powerloss_fs", ()),
 )
 EVERY_ETCD = ("every etcd release harness.bugs runs, with etcdutl", "harness.etcd_builds", ("--all",))

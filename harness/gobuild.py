@@ -204,12 +204,15 @@ class CachedProgram:
     def cache_root(self, env: Mapping[str, str] | None = None) -> Path:
         return cache_root(self.cache_dir, env)
 
+    def target(self, cache_root: Path | None = None) -> Path:
+        """Where the program for the pinned sources is, built or not yet."""
+        return (self.cache_root() if cache_root is None else cache_root) / self.pinned_name() / self.binary
+
     def path(self, cache_root: Path | None = None, *, build: bool = True, progress: Progress,
              heartbeat_s: float = 30.0) -> Path:
         """The program for the pinned sources, built into the cache (under a lock) on first use."""
-        root = self.cache_root() if cache_root is None else cache_root
-        name = self.pinned_name()
-        target = root / name / self.binary
+        target = self.target(cache_root)
+        root, name = target.parent.parent, target.parent.name
         if executable(target):
             return target
         if not build:

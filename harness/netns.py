@@ -63,9 +63,36 @@ def list_netns() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def netns_pids(ns: str) -> list[int]:
+# A pod sandbox (harness.kube.sandbox) has a network namespace of its own, held by a process whose
+# last argument is POD_MARK + its node's namespace + "/" + the pod: a node's faults and the region's
+# teardown reach the pod's processes through it.
+POD_MARK = "ha-harness-pod-on:"
+
+
+def netns_pids(ns: str, with_pods: bool = False) -> list[int]:
+    """The processes in `ns`; `with_pods`: also those of the pod sandboxes of the node `ns` is."""
     out = run(["ip", "netns", "pids", ns], check=False)
-    return [int(p) for p in out.split() if p.isdigit()]
+    pids = [int(p) for p in out.split() if p.isdigit()]
+    return pids + (pod_pids(ns) if with_pods else [])
+
+
+def pod_pids(ns: str) -> list[int]:
+    """The processes of the pod sandboxes on the node whose namespace is `ns`."""
+    seen: list[tuple[int, int, str]] = []  # pid, its network namespace's inode, its last argument
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            inode = os.stat(f"/proc/{entry}/ns/net").st_ino
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                last = f.read().rstrip(b"\0").rsplit(b"\0", 1)[-1].decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        seen.append((int(entry), inode, last))
+    pods = {inode for _, inode, last in seen if last.startswith(f"{POD_MARK}{ns}/")}
+    # A holder that never left the namespace it was started in (its unshare failed) names no pod's.
+    pods.discard(os.stat("/proc/self/ns/net").st_ino)
+    return sorted(pid for pid, inode, _ in seen if inode in pods)
 
 
 def nft(ns: str, script: str, timeout: float = 10.0) -> None:

@@ -5,7 +5,8 @@ the network) and looks after the pods bound to its node that carry AGENT_LABEL: 
 (with etcd-main's backup sidecar, BACKUP_CONTAINER, beside the member; a member whose volume was
 lost is added back to its cluster before it starts, as etcd-druid does) and kube-apiservers of
 the reference control plane, the harness's vantage pods (relays) and echo pods (the backends of
-a Service's load balancer, harness.kube.echo). It
+a Service's load balancer, harness.kube.echo), and every pod of etcd-druid's StatefulSets, each in
+a sandbox of its own with its containers' real programs (harness.kube.druid_pods). It
 gives each pod an address of its own in the node's zone subnet, starts the process, reports
 phase, pod IP and readiness (from the process's own health endpoint), keeps a PortForward object
 so that the node's kubelet API (kwok's) port-forwards to the pod, restarts a process that dies
@@ -15,7 +16,7 @@ the process gracefully when the pod is deleted and then confirms the deletion. I
 
     python -m harness.kube.agent --node zone-a-1 --zone zone-a --kubeconfig K --workdir W --logs L \\
         --volumes V --zone-subnets zone-a=10.77.1,zone-b=10.77.2 --pool 10.77.1.120-123 \\
-        --host-ip 10.77.1.11 --etcd BIN --kube-apiserver BIN
+        --host-ip 10.77.1.11 --etcd BIN --kube-apiserver BIN [--etcd-backup-restore BIN]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -40,7 +42,7 @@ from typing import Any, Callable, Collection
 from harness.command_lines import EtcdClientTls, EtcdServingTls, etcd_command, kube_apiserver_command
 from harness.errors import HarnessError
 from harness.kube.controlplane import AGENT_LABEL, AGENT_NODE_ANNOTATION, ZONE_LABEL
-from harness.kube import etcd_tls
+from harness.kube import druid_pods, etcd_tls, sandbox
 from harness.kube.pki import pki_files
 from harness.kube.vantage import RELAY_PORT
 from harness.processes import ProcessRecord, log_tail, spawn, terminate
@@ -75,6 +77,7 @@ CLUSTER_ID_ANNOTATION = "ha-harness/etcd-cluster-id"
 RUNNING_ANNOTATION = "ha-harness/agent-running-namespaces"
 ETCD_METRICS_PORT = 2381  # etcd's metrics listener (etcd_command's metrics_url), not a declared port
 KINDS = ("etcd", "kube-apiserver", "relay", "echo")
+DRUID = "druid"  # the kind of etcd-druid's pods (druid_pods.is_druid_pod), which carry no AGENT_LABEL
 ECHO_PORT = 8080  # an echo pod's port when its container declares none
 
 
@@ -103,6 +106,8 @@ class Running:
     sidecar_argv: list[str] = field(default_factory=list)
     sidecar_restarts: int = 0
     cluster_recorded: bool = False  # its cluster's id is on its StatefulSet (CLUSTER_ID_ANNOTATION)
+    pause: dict[str, Any] | None = None  # the process holding a sandboxed pod's network namespace (DRUID)
+    hosts_refreshed: float = 0.0  # when a sandboxed pod's /etc/hosts was last written (monotonic)
 
     @property
     def record(self) -> ProcessRecord:
@@ -111,6 +116,10 @@ class Running:
     @property
     def sidecar_record(self) -> ProcessRecord | None:
         return ProcessRecord.from_dict(self.sidecar) if self.sidecar else None
+
+    @property
+    def pause_record(self) -> ProcessRecord | None:
+        return ProcessRecord.from_dict(self.pause) if self.pause else None
 
 
 class StartError(Exception):
@@ -175,9 +184,10 @@ class Agent:
             self.core.patch_node(self.node, {"metadata": {"annotations": {AGENT_NODE_ANNOTATION: ",".join(KINDS)}}},
                                  _request_timeout=REQUEST_TIMEOUT)
             self.announced = True
-        pods = self.core.list_pod_for_all_namespaces(
-            field_selector=f"spec.nodeName={self.node}", label_selector=AGENT_LABEL, _request_timeout=REQUEST_TIMEOUT
-        ).items
+        pods = [p for selector in (AGENT_LABEL, "=".join(druid_pods.MANAGED_BY))
+                for p in self.core.list_pod_for_all_namespaces(
+                    field_selector=f"spec.nodeName={self.node}", label_selector=selector,
+                    _request_timeout=REQUEST_TIMEOUT).items]
         seen = {p.metadata.uid for p in pods}
         gone = [u for u in self.running if u not in seen]
         for uid in gone:
@@ -206,25 +216,8 @@ class Agent:
 
     # -- starting -------------------------------------------------------------------------------
     def _start(self, pod: Any) -> None:
-        kind = (pod.metadata.labels or {}).get(AGENT_LABEL, "")
         try:
-            if kind not in KINDS:
-                raise StartError(f"{AGENT_LABEL}={kind!r} is not a kind the agent runs; accepted: {', '.join(KINDS)}")
-            binary = {"etcd": self.args.etcd, "kube-apiserver": self.args.kube_apiserver, "relay": sys.executable,
-                      "echo": sys.executable}[kind]
-            if not Path(binary).is_file():
-                raise StartError(f"the {kind} binary {binary} does not exist")
-            ip = self._address(pod)
-            argv = {"etcd": self._etcd_argv, "kube-apiserver": self._apiserver_argv, "relay": self._relay_argv,
-                    "echo": self._echo_argv}[kind](pod, ip)
-            backup = self._backup_argv(pod, ip) if kind == "etcd" else []
-            self._claim(ip)
-            record = self._spawn(pod, argv)
-            try:
-                sidecar = self._spawn_sidecar(pod.metadata.namespace, pod.metadata.name, backup) if backup else None
-            except StartError:
-                terminate(record, STOP_GRACE_S)  # a pod starts whole or not at all
-                raise
+            r = self._launch_druid(pod) if druid_pods.is_druid_pod(pod) else self._launch(pod)
         except NotYet as e:
             if self.waiting.get(pod.metadata.uid) != str(e):
                 self.waiting[pod.metadata.uid] = str(e)
@@ -236,14 +229,91 @@ class Agent:
             self._fail(pod, str(e))
             return
         self.waiting.pop(pod.metadata.uid, None)
-        r = Running(pod.metadata.uid, pod.metadata.namespace, pod.metadata.name, kind, ip, record.to_dict(), now(),
-                    argv=argv, sidecar=sidecar, sidecar_argv=backup)
         self.running[r.uid] = r
         self._save()
-        self.log(f"started {r.namespace}/{r.name} ({kind}) on {ip}, pid {record.pid}"
-                 + (f", its backup sidecar pid {r.sidecar['pid']}" if r.sidecar else ""))
+        self.log(f"started {r.namespace}/{r.name} ({r.kind}) on {r.ip}, pid {r.record.pid}"
+                 + (f", its {BACKUP_CONTAINER} pid {r.sidecar['pid']}" if r.sidecar else ""))
         self._report(r)
         self._forward(pod, r)
+
+    def _launch(self, pod: Any) -> Running:
+        kind = (pod.metadata.labels or {}).get(AGENT_LABEL, "")
+        if kind not in KINDS:
+            raise StartError(f"{AGENT_LABEL}={kind!r} is not a kind the agent runs; accepted: {', '.join(KINDS)}")
+        binary = {"etcd": self.args.etcd, "kube-apiserver": self.args.kube_apiserver, "relay": sys.executable,
+                  "echo": sys.executable}[kind]
+        if not Path(binary).is_file():
+            raise StartError(f"the {kind} binary {binary} does not exist")
+        ip = self._address(pod)
+        argv = {"etcd": self._etcd_argv, "kube-apiserver": self._apiserver_argv, "relay": self._relay_argv,
+                "echo": self._echo_argv}[kind](pod, ip)
+        backup = self._backup_argv(pod, ip) if kind == "etcd" else []
+        self._claim(ip)
+        record = self._spawn(pod, argv)
+        try:
+            sidecar = self._spawn_sidecar(pod.metadata.namespace, pod.metadata.name, backup) if backup else None
+        except StartError:
+            terminate(record, STOP_GRACE_S)  # a pod starts whole or not at all
+            raise
+        return Running(pod.metadata.uid, pod.metadata.namespace, pod.metadata.name, kind, ip, record.to_dict(), now(),
+                       argv=argv, sidecar=sidecar, sidecar_argv=backup)
+
+    def _launch_druid(self, pod: Any) -> Running:
+        """An etcd-druid pod: its sandbox on a pod address, then its etcd and backup-restore
+        containers in it (harness.kube.druid_pods)."""
+        ns, name = pod.metadata.namespace, pod.metadata.name
+        brctl = self.args.etcd_backup_restore
+        if not brctl or not Path(brctl).is_file():
+            raise StartError(f"etcd-druid's pods need etcd-backup-restore, and {brctl!r} is not a file "
+                             "(`python -m harness.kube.backup_restore` builds it)")
+        ip = self._address(pod)
+        if _answers(ip):
+            raise NotYet(f"address {ip} is still in use on the subnet")
+        pause = self._sandbox(pod, ip)
+        try:
+            etcd, backup = self._druid_pod(pod).commands(pause)
+            record = self._spawn(pod, etcd)
+            try:
+                sidecar = self._spawn_container(ns, name, BACKUP_CONTAINER, backup)
+            except StartError:
+                terminate(record, STOP_GRACE_S)
+                raise
+        except (StartError, druid_pods.PodError, OSError) as e:
+            terminate(pause, 0.0)
+            raise StartError(str(e)) from None
+        except Exception:
+            terminate(pause, 0.0)  # the API unreachable: the next reconcile starts the pod again
+            raise
+        return Running(pod.metadata.uid, ns, name, DRUID, ip, record.to_dict(), now(), argv=etcd,
+                       sidecar=sidecar, sidecar_argv=backup, pause=pause.to_dict())
+
+    def _druid_pod(self, pod: Any) -> druid_pods.DruidPod:
+        return druid_pods.DruidPod(self.core, pod, self._pod_dir(pod.metadata.namespace, pod.metadata.name, pod.metadata.uid),
+                                   druid_pods.Programs(self.args.etcd, self.args.etcd_backup_restore),
+                                   lambda claim: self._claimed_volume(pod.metadata.namespace, claim))
+
+    def _pod_dir(self, namespace: str, name: str, uid: str) -> Path:
+        """A sandboxed pod's files (its volumes written out, its /etc/hosts): one pod's, not its name's."""
+        return self.workdir / "pods" / f"{namespace}_{name}_{uid[:8]}"
+
+    def _sandbox(self, pod: Any, ip: str) -> ProcessRecord:
+        try:
+            pause = sandbox.create(pod.metadata.name, ip, self._log(pod.metadata.namespace, pod.metadata.name, "pause"),
+                                   self.args.netns or self.node)
+        except sandbox.SandboxError as e:
+            raise StartError(str(e)) from None
+        announce(ip)  # the node answers for it now (proxy ARP): tell the subnet at once
+        return pause
+
+    def _log(self, namespace: str, name: str, container: str | None = None) -> Path:
+        return Path(self.args.logs) / f"{namespace}_{name}{f'_{container}' if container else ''}.log"
+
+    def _spawn_container(self, namespace: str, name: str, container: str, argv: list[str]) -> dict[str, Any]:
+        try:
+            _, record = spawn(f"{name}/{container}", argv, self._log(namespace, name, container))
+        except HarnessError as e:
+            raise StartError(f"{container}: {e}") from None
+        return record.to_dict()
 
     def _address(self, pod: Any) -> str:
         base = (pod.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
@@ -522,10 +592,13 @@ class Agent:
         claims = [v.persistent_volume_claim.claim_name for v in pod.spec.volumes or [] if v.persistent_volume_claim]
         if not claims:
             raise StartError("an etcd member needs its persistent volume claim")
-        pvc = self.core.read_namespaced_persistent_volume_claim(claims[0], pod.metadata.namespace,
-                                                                _request_timeout=REQUEST_TIMEOUT)
+        return self._claimed_volume(pod.metadata.namespace, claims[0])
+
+    def _claimed_volume(self, namespace: str, claim: str) -> Path:
+        """The node's directory of the volume bound to the claim (NotYet while none is)."""
+        pvc = self.core.read_namespaced_persistent_volume_claim(claim, namespace, _request_timeout=REQUEST_TIMEOUT)
         if not pvc.spec.volume_name:
-            raise NotYet(f"claim {claims[0]} is not bound to a volume yet")
+            raise NotYet(f"claim {claim} is not bound to a volume yet")
         # Keyed by the volume's uid: a volume made anew under an old name starts empty.
         pv = self.core.read_persistent_volume(pvc.spec.volume_name, _request_timeout=REQUEST_TIMEOUT)
         path = volume_path(Path(self.args.volumes), pv.metadata.name, pv.metadata.uid)
@@ -582,6 +655,8 @@ class Agent:
 
     # -- health, restarts, status ---------------------------------------------------------------
     def _check(self, pod: Any, r: Running) -> None:
+        if r.kind == DRUID and not self._sandbox_alive(pod, r):
+            return
         if not r.record.alive():
             tail = log_tail(r.record.log, 5)
             if not r.was_ready:
@@ -592,7 +667,8 @@ class Agent:
             # (also after the node itself was killed and its addresses went with it).
             self.log(f"{r.namespace}/{r.name} exited; restarting it")
             try:
-                self._claim(r.ip)
+                if r.kind != DRUID:  # a sandboxed pod's address is its sandbox's
+                    self._claim(r.ip)
                 r.process = self._spawn(pod, r.argv).to_dict()
             except NotYet as e:
                 self.log(f"{r.namespace}/{r.name} waits: {e}")
@@ -609,18 +685,55 @@ class Agent:
             # Restarted like any container; what it had not uploaded died with it.
             self.log(f"{r.namespace}/{r.name}'s {BACKUP_CONTAINER} exited; restarting it")
             try:
-                r.sidecar = self._spawn_sidecar(r.namespace, r.name, r.sidecar_argv)
+                r.sidecar = (self._spawn_container(r.namespace, r.name, BACKUP_CONTAINER, r.sidecar_argv) if r.kind == DRUID
+                             else self._spawn_sidecar(r.namespace, r.name, r.sidecar_argv))
                 r.sidecar_restarts += 1
             except StartError as e:
                 self.log(f"{r.namespace}/{r.name}'s {BACKUP_CONTAINER} cannot start: {e}")
             self._save()
-        r.ready = _healthy(r.kind, r.ip, _echo_port(pod) if r.kind == "echo" else RELAY_PORT)
+        if r.kind == DRUID:
+            url = self._druid_pod(pod).readiness_url(r.ip)
+            r.ready = url is None or druid_pods.probe_ready(url)
+            if time.monotonic() - r.hosts_refreshed > druid_pods.HOSTS_REFRESH_S:
+                self._druid_pod(pod).refresh_hosts()
+                r.hosts_refreshed = time.monotonic()
+        else:
+            r.ready = _healthy(r.kind, r.ip, _echo_port(pod) if r.kind == "echo" else RELAY_PORT)
         r.was_ready = r.was_ready or r.ready
         if r.kind == "etcd" and r.ready and not r.cluster_recorded:
             self._record_cluster(pod, r)
         self._report(r, pod)
         if not r.forwarded:
             self._forward(pod, r)
+
+    def _sandbox_alive(self, pod: Any, r: Running) -> bool:
+        """A sandboxed pod whose pause process is gone (its node was killed) lost its network: its
+        containers are stopped and the pod started again in a new sandbox, as a kubelet recreates a
+        pod sandbox. False while that cannot be done yet."""
+        pause = r.pause_record
+        if pause is not None and pause.alive():
+            return True
+        self.log(f"{r.namespace}/{r.name}'s sandbox is gone; starting the pod in a new one")
+        for record in (r.record, r.sidecar_record):
+            if record is not None:
+                terminate(record, 0.0)
+        try:
+            new = self._sandbox(pod, r.ip)
+            try:
+                r.argv, r.sidecar_argv = self._druid_pod(pod).commands(new)
+                r.process = self._spawn(pod, r.argv).to_dict()
+                r.sidecar = self._spawn_container(r.namespace, r.name, BACKUP_CONTAINER, r.sidecar_argv)
+            except Exception:
+                terminate(new, 0.0)
+                raise
+        except Exception as e:  # noqa: BLE001 (retried at the next check, whatever it was)
+            self.log(f"{r.namespace}/{r.name} cannot be started in a new sandbox yet: {type(e).__name__}: {str(e)[:300]}")
+            r.pause = None
+            self._save()
+            return False
+        r.pause, r.restarts, r.ready = new.to_dict(), r.restarts + 1, False
+        self._save()
+        return True
 
     def _forward(self, pod: Any, r: Running) -> None:
         """Let the node's kubelet API (kwok's) port-forward to the pod's ports on its address, as a
@@ -704,6 +817,11 @@ class Agent:
             t.start()
         for t in threads:
             t.join()
+        for _, r in stopping:  # a sandbox goes after its containers: its network with it
+            if r.pause_record is not None:
+                terminate(r.pause_record, 0.0)
+            if r.kind == DRUID:
+                shutil.rmtree(self._pod_dir(r.namespace, r.name, r.uid), ignore_errors=True)
         for _, r in stopping:
             self._release(r.ip)
             self.log(f"stopped {r.namespace}/{r.name} and released {r.ip}")
@@ -749,12 +867,12 @@ def pod_status(r: Running, host_ip: str) -> dict[str, Any]:
         "conditions": [{"type": t, "status": s, "lastTransitionTime": now()} for t, s in
                        (("Initialized", "True"), ("ContainersReady", ready), ("Ready", ready))],
         "containerStatuses": [{
-            "name": r.kind.split("-")[0] if r.kind == "etcd" else r.kind, "ready": r.ready, "started": True,
-            "restartCount": r.restarts, "image": r.kind, "imageID": "",
+            "name": "etcd" if r.kind in ("etcd", DRUID) else r.kind, "ready": r.ready, "started": True,
+            "restartCount": r.restarts, "image": "harness.kube.etcd_wrapper" if r.kind == DRUID else r.kind, "imageID": "",
             "state": {"running": {"startedAt": r.started}},
         }] + ([{
             "name": BACKUP_CONTAINER, "ready": True, "started": True, "restartCount": r.sidecar_restarts,
-            "image": "harness.backup.sidecar", "imageID": "", "state": {"running": {"startedAt": r.started}},
+            "image": "etcdbrctl" if r.kind == DRUID else "harness.backup.sidecar", "imageID": "", "state": {"running": {"startedAt": r.started}},
         }] if r.sidecar else []),
     }
 
@@ -833,6 +951,8 @@ def main(argv: list[str] | None = None, connect: Callable[[str], Any] | None = N
                  "kube-apiserver"):
         p.add_argument(f"--{name}", required=True)
     p.add_argument("--etcdutl", help="etcdutl, for the backup sidecars of members whose pods have one")
+    p.add_argument("--etcd-backup-restore", help="etcdbrctl, for etcd-druid's pods")
+    p.add_argument("--netns", help="the node's network namespace, which its pods' sandboxes name (default: the node)")
     p.add_argument("--interval", type=float, default=0.5)
     args = p.parse_args(argv)
     api = (connect or _connect)(args.kubeconfig)

@@ -682,16 +682,20 @@ spec:
 
 
 def leave_agent_pods_alone(stages: str) -> str:
-    """kwok's stages with every Pod stage limited to pods without AGENT_LABEL: those run for
-    real under the node agent, which reports their status and confirms their deletion."""
+    """kwok's stages with every Pod stage limited to pods without AGENT_LABEL and to pods not of
+    etcd-druid's: those run for real under the node agent, which reports their status and
+    confirms their deletion."""
     import yaml
+
+    from harness.kube.druid_pods import MANAGED_BY
 
     docs = [d for d in yaml.safe_load_all(stages) if d]
     for doc in docs:
         if doc.get("kind") == "Stage" and doc["spec"]["resourceRef"]["kind"] == "Pod":
             selector = doc["spec"].setdefault("selector", {})
-            selector.setdefault("matchExpressions", []).append(
-                {"key": f'.metadata.labels["{AGENT_LABEL}"]', "operator": "DoesNotExist"})
+            selector.setdefault("matchExpressions", []).extend([
+                {"key": f'.metadata.labels["{AGENT_LABEL}"]', "operator": "DoesNotExist"},
+                {"key": f'.metadata.labels["{MANAGED_BY[0]}"]', "operator": "NotIn", "values": [MANAGED_BY[1]]}])
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 

@@ -247,7 +247,7 @@ def fail_node(env: RegionRecord, node: str, mode: str) -> dict[str, Any]:
     if mode == "kill":
         if member is not None:
             members.kill_member(env, member.name)
-        for pid in netns.netns_pids(ns):
+        for pid in netns.netns_pids(ns, with_pods=True):
             signal_pid(pid, signal.SIGKILL)
         # A dead machine answers for none of its pods' addresses any more.
         netns.run(["ip", "-n", ns, "addr", "flush", "dev", "eth0", "secondary"], check=False,
@@ -257,7 +257,7 @@ def fail_node(env: RegionRecord, node: str, mode: str) -> dict[str, Any]:
         # would otherwise run on in a frozen node.
         deadline = time.monotonic() + 1.0
         while True:
-            running = [pid for pid in netns.netns_pids(ns) if process_state(pid) not in FROZEN]
+            running = [pid for pid in netns.netns_pids(ns, with_pods=True) if process_state(pid) not in FROZEN]
             if not running or time.monotonic() > deadline:
                 break
             for pid in running:
@@ -275,7 +275,7 @@ def node_failure_effect(env: RegionRecord, node: str, data: dict[str, Any]) -> d
     if mode == "link-down":
         link = netns.run(["ip", "-n", ns, "-o", "link", "show", "eth0"], check=False)
         return {"link": "down"} if "state DOWN" in link or ",UP" not in link else None
-    states = {pid: process_state(pid) for pid in netns.netns_pids(ns)}
+    states = {pid: process_state(pid) for pid in netns.netns_pids(ns, with_pods=True)}
     if mode == "freeze":
         return {"stopped_processes": len(states)} if all(s in FROZEN for s in states.values()) else None
     running = [pid for pid, s in states.items() if s not in ("", "Z", "X")]
@@ -294,7 +294,7 @@ def restore_node(env: RegionRecord, node: str, data: dict[str, Any]) -> None:
             members.start_member(env, data["member"])
         restart_node_agents(env, node)
     elif mode == "freeze":
-        for pid in netns.netns_pids(ns):
+        for pid in netns.netns_pids(ns, with_pods=True):
             signal_pid(pid, signal.SIGCONT)
     else:
         _link_up(env, node)
@@ -326,7 +326,7 @@ def sweep(env: RegionRecord) -> list[str]:
             done.append(f"removed nft table {parts[2]}")
     for node in env.nodes:
         ns = env.names.node_ns(node.name)
-        for pid in netns.netns_pids(ns):
+        for pid in netns.netns_pids(ns, with_pods=True):
             signal_pid(pid, signal.SIGCONT)
         link = netns.run(["ip", "-n", ns, "-o", "link", "show", "eth0"], check=False)
         if "state DOWN" in link or ",UP" not in link:

@@ -759,7 +759,7 @@ class LocalRegion:
             pids |= {rec["pid"] for rec in state.get("members", {}).values()
                      if rec.get("pid") and "etcd" in cmdline(rec["pid"])}
         for ns in names:
-            pids |= set(netns.netns_pids(ns))
+            pids |= set(netns.netns_pids(ns, with_pods=True))
         pids -= _ancestry()  # never this process or what runs it, whatever namespace it visits
         for pid in pids:
             if signal_pid(pid, signal.SIGKILL):

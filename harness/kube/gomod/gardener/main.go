@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
@@ -177,15 +178,23 @@ func newShoot(ctx context.Context) (*shoot, error) {
 		return nil, fmt.Errorf("--failure-tolerance takes zone, node or none, not %q", *tolerance)
 	}
 	s.client = fakeclient.NewClientBuilder().WithScheme(kubernetes.SeedScheme).Build()
-	fake := fakesecretsmanager.New(s.client, s.namespace)
+	// gardenlet's own secrets manager (botanist.New), into the in-memory client: CAs with their
+	// bundles, certificates signed by them, as the pods druid makes mount them.
+	secrets, err := secretsmanager.New(ctx, logr.Discard(), clock.RealClock{}, s.client,
+		v1beta1constants.SecretManagerIdentityGardenlet, secretsmanager.WithNamespaces(s.namespace))
+	if err != nil {
+		return nil, err
+	}
+	// botanist.generateCertificateAuthorities: the shoot's CAs, each rotated keeping the old one.
 	for _, ca := range []string{v1beta1constants.SecretNameCACluster, v1beta1constants.SecretNameCAClient,
 		v1beta1constants.SecretNameCAETCD, v1beta1constants.SecretNameCAETCDPeer, v1beta1constants.SecretNameCAFrontProxy,
 		v1beta1constants.SecretNameCAKubelet} {
-		if _, err := fake.Generate(ctx, &secretsutils.CertificateSecretConfig{Name: ca, CommonName: ca, CertType: secretsutils.CACert}); err != nil {
+		if _, err := secrets.Generate(ctx, &secretsutils.CertificateSecretConfig{Name: ca, CommonName: ca, CertType: secretsutils.CACert},
+			secretsmanager.Rotate(secretsmanager.KeepOld)); err != nil {
 			return nil, err
 		}
 	}
-	s.secrets = fake
+	s.secrets = secrets
 	return s, s.deployEtcd(ctx)
 }
 
@@ -245,11 +254,6 @@ func shootKubeAPIServer() error {
 	ctx := context.Background()
 	s, err := newShoot(ctx)
 	if err != nil {
-		return err
-	}
-	// As Gardener's own tests of the deployer do: the service account keys' bundle, which the
-	// real secrets manager keeps beside the key and the fake one does not.
-	if err := s.client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "service-account-key-bundle", Namespace: s.namespace}}); err != nil {
 		return err
 	}
 	minReplicas := int32(2)

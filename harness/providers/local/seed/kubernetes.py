@@ -84,7 +84,8 @@ def start_for(env: RegionRecord, merge_into: Path | None = None) -> dict[str, An
 
     with api_errors("creating the zonal StorageClass"):
         k8s.StorageV1Api(connect(env.kube())).create_storage_class(k8s.V1StorageClass(  # type: ignore[arg-type]
-            metadata=k8s.V1ObjectMeta(name=STORAGE_CLASS),
+            # The seed's default class, as a seed has one: etcd-druid's claims name none.
+            metadata=k8s.V1ObjectMeta(name=STORAGE_CLASS, annotations={"storageclass.kubernetes.io/is-default-class": "true"}),
             provisioner="kubernetes.io/no-provisioner",
             volume_binding_mode="WaitForFirstConsumer",
             reclaim_policy="Retain",
@@ -113,7 +114,7 @@ def volumes_root(env: RegionRecord) -> Path:
 def _start_node_agents(env: RegionRecord, cp: Any) -> None:
     """One agent per node, inside the node's namespace (a kubelet for the pods that run for real)."""
     from harness.etcd_builds import etcdutl_path
-    from harness.kube import ensure_binaries, sources_from_env
+    from harness.kube import backup_restore, ensure_binaries, sources_from_env
 
     bins = ensure_binaries(sources_from_env())
     subnets = ",".join(f"{z}={env.names.gateway(z).rsplit('.', 1)[0]}" for z in env.zones)
@@ -128,6 +129,8 @@ def _start_node_agents(env: RegionRecord, cp: Any) -> None:
             f"--etcd={bins.etcd}", f"--kube-apiserver={bins.kube_apiserver}",
             # Built when a shoot is first deployed with backups (the backup sidecars' snapshots).
             f"--etcdutl={etcdutl_path()}",
+            # Built when etcd-druid's pods first run (harness.kube.backup_restore).
+            f"--etcd-backup-restore={backup_restore.PROGRAM.target()}", f"--netns={env.names.node_ns(node.name)}",
         ])
 
 
