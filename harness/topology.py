@@ -8,7 +8,10 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, see_docs
+
+# What each environment's zones, nodes and members are called (the table of environments).
+NAMES_PAGE = see_docs("guides/scenarios.md")
 
 
 @dataclass(frozen=True)
@@ -81,20 +84,22 @@ class Topology:
 
     def zone(self, name: str) -> str:
         if name not in self.zones:
-            raise ConfigError(f"unknown zone {name!r}; this environment has zones: {', '.join(self.zones)}")
+            raise ConfigError(f"unknown zone {name!r}; this environment has zones: {', '.join(self.zones)} "
+                              f"({NAMES_PAGE})")
         return name
 
     def node(self, name: str) -> Node:
         for node in self.nodes:
             if node.name == name:
                 return node
-        raise ConfigError(f"unknown node {name!r}; nodes: {', '.join(n.name for n in self.nodes)}")
+        raise ConfigError(f"unknown node {name!r}; nodes: {', '.join(n.name for n in self.nodes)} ({NAMES_PAGE})")
 
     def member(self, name: str) -> Member:
         for member in self.members:
             if member.name == name:
                 return member
-        raise ConfigError(f"unknown etcd member {name!r}; members: {', '.join(m.name for m in self.members) or 'none'}")
+        raise ConfigError(f"unknown etcd member {name!r}; members: {', '.join(m.name for m in self.members) or 'none'} "
+                          f"({NAMES_PAGE})")
 
     def hosts(self) -> dict[str, list[Node]]:
         """Nodes per physical host (only nodes whose host is known)."""
@@ -107,7 +112,8 @@ class Topology:
     def host(self, name: str) -> list[Node]:
         hosts = self.hosts()
         if name not in hosts:
-            raise ConfigError(f"unknown host {name!r}; hosts: {', '.join(hosts) or 'none (this environment models no hosts)'}")
+            raise ConfigError(f"unknown host {name!r}; hosts: {', '.join(hosts) or 'none (this environment models no hosts)'} "
+                              f"({NAMES_PAGE})")
         return hosts[name]
 
     def members_in(self, zone: str) -> list[Member]:

@@ -416,7 +416,8 @@ def test_cut_zone_disconnects_exactly_the_zones_nodes(tmp_path: Path) -> None:
 
 def test_cut_zone_unknown_zone_issues_nothing(tmp_path: Path) -> None:
     run = Commands()
-    with pytest.raises(ConfigError, match="unknown zone 'zone-d'; this environment has zones: zone-a, zone-b, zone-c"):
+    with pytest.raises(ConfigError, match=r"unknown zone 'zone-d'; this environment has zones: zone-a, zone-b, zone-c "
+                                          r"\(see guides/scenarios.md in the documentation"):
         kind_env(run, tmp_path).cut_zone("zone-d")
     assert run.argvs == []
 
