@@ -32,6 +32,9 @@ from harness.kube import sandbox
 MANAGED_BY = ("app.kubernetes.io/managed-by", "etcd-druid")  # on every pod of druid's StatefulSets
 ETCD_CONTAINER, BACKUP_CONTAINER = "etcd", "backup-restore"  # druid's container names
 TOKEN_SECONDS = 24 * 3600
+# Each API call fails fast, as the agent's own: from a cut zone every call times out, and the agent's
+# loop must go on to its other pods.
+REQUEST_TIMEOUT_S = 2.0
 HOSTS_REFRESH_S = 2.0
 DOMAIN = "cluster.local"
 
@@ -96,10 +99,10 @@ class DruidPod:
             if v.persistent_volume_claim is not None:
                 out[v.name] = self.volume_dir(v.persistent_volume_claim.claim_name)
             elif v.secret is not None:
-                data = self.core.read_namespaced_secret(v.secret.secret_name, ns).data or {}
+                data = self.core.read_namespaced_secret(v.secret.secret_name, ns, _request_timeout=REQUEST_TIMEOUT_S).data or {}
                 out[v.name] = _write_keys(target, {k: base64.b64decode(x) for k, x in data.items()}, v.secret.items)
             elif v.config_map is not None:
-                data = self.core.read_namespaced_config_map(v.config_map.name, ns).data or {}
+                data = self.core.read_namespaced_config_map(v.config_map.name, ns, _request_timeout=REQUEST_TIMEOUT_S).data or {}
                 out[v.name] = _write_keys(target, {k: x.encode() for k, x in data.items()}, v.config_map.items)
             elif v.projected is not None:
                 out[v.name] = self._projected(v.projected, target)
@@ -127,10 +130,11 @@ class DruidPod:
                 made = self.core.create_namespaced_service_account_token(
                     self.pod.spec.service_account_name or "default", ns, k8s.AuthenticationV1TokenRequest(
                         spec=k8s.V1TokenRequestSpec(audiences=[token.audience] if token.audience else [],
-                                                    expiration_seconds=max(token.expiration_seconds or 0, TOKEN_SECONDS))))
+                                                    expiration_seconds=max(token.expiration_seconds or 0, TOKEN_SECONDS))),
+                    _request_timeout=REQUEST_TIMEOUT_S)
                 files[token.path] = made.status.token.encode()
             elif source.config_map is not None:
-                data = self.core.read_namespaced_config_map(source.config_map.name, ns).data or {}
+                data = self.core.read_namespaced_config_map(source.config_map.name, ns, _request_timeout=REQUEST_TIMEOUT_S).data or {}
                 for item in source.config_map.items or [{"key": k, "path": k} for k in data]:
                     key, path = (item["key"], item["path"]) if isinstance(item, dict) else (item.key, item.path)
                     files[path] = data[key].encode()
@@ -192,8 +196,8 @@ class DruidPod:
     def refresh_hosts(self) -> bool:
         """The pod's /etc/hosts from its namespace's pods and Services as they are now; True when changed."""
         ns = self.pod.metadata.namespace
-        pods = self.core.list_namespaced_pod(ns).items
-        services = self.core.list_namespaced_service(ns).items
+        pods = self.core.list_namespaced_pod(ns, _request_timeout=REQUEST_TIMEOUT_S).items
+        services = self.core.list_namespaced_service(ns, _request_timeout=REQUEST_TIMEOUT_S).items
         return sandbox.write_hosts(self.hosts, hosts_entries(self.pod, pods, services))
 
 
