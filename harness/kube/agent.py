@@ -308,10 +308,12 @@ class Agent:
     def _log(self, namespace: str, name: str, container: str | None = None) -> Path:
         return Path(self.args.logs) / f"{namespace}_{name}{f'_{container}' if container else ''}.log"
 
-    def _spawn_container(self, namespace: str, name: str, container: str, argv: list[str]) -> dict[str, Any]:
+    def _spawn_container(self, namespace: str, name: str, container: str, argv: list[str],
+                         env: dict[str, str] | None = None) -> dict[str, Any]:
+        """A pod's second container, logged beside its first."""
         try:
-            _, record = spawn(f"{name}/{container}", argv, self._log(namespace, name, container))
-        except HarnessError as e:
+            _, record = spawn(f"{name}/{container}", argv, self._log(namespace, name, container), env=env)
+        except (HarnessError, OSError) as e:
             raise StartError(f"{container}: {e}") from None
         return record.to_dict()
 
@@ -344,9 +346,8 @@ class Agent:
         subprocess.run(["ip", "addr", "del", f"{ip}/24", "dev", "eth0"], capture_output=True)
 
     def _spawn(self, pod: Any, argv: list[str]) -> ProcessRecord:
-        log = Path(self.args.logs) / f"{pod.metadata.namespace}_{pod.metadata.name}.log"
         try:
-            _, record = spawn(pod.metadata.name, argv, log)
+            _, record = spawn(pod.metadata.name, argv, self._log(pod.metadata.namespace, pod.metadata.name))
         except HarnessError as e:  # the binary cannot be executed
             raise StartError(str(e)) from None
         return record
@@ -512,11 +513,9 @@ class Agent:
         try:
             env |= {"AWS_ACCESS_KEY_ID": (keys / "accessKeyID").read_text(),
                     "AWS_SECRET_ACCESS_KEY": (keys / "secretAccessKey").read_text()}
-            _, record = spawn(f"{name}/{BACKUP_CONTAINER}", argv,
-                              Path(self.args.logs) / f"{namespace}_{name}_{BACKUP_CONTAINER}.log", env=env)
-        except (HarnessError, OSError) as e:
+        except OSError as e:
             raise StartError(f"{BACKUP_CONTAINER}: {e}") from None
-        return record.to_dict()
+        return self._spawn_container(namespace, name, BACKUP_CONTAINER, argv, env)
 
     def _mounted(self, pod: Any, volumes: dict[str, str]) -> dict[str, dict[str, Path]] | None:
         """The pod's Secret volumes named in `volumes`, written out as a kubelet mounts them
@@ -692,10 +691,11 @@ class Agent:
                 self.log(f"{r.namespace}/{r.name}'s {BACKUP_CONTAINER} cannot start: {e}")
             self._save()
         if r.kind == DRUID:
-            url = self._druid_pod(pod).readiness_url(r.ip)
+            druid = self._druid_pod(pod)
+            url = druid.readiness_url(r.ip)
             r.ready = url is None or druid_pods.probe_ready(url)
             if time.monotonic() - r.hosts_refreshed > druid_pods.HOSTS_REFRESH_S:
-                self._druid_pod(pod).refresh_hosts()
+                druid.refresh_hosts()
                 r.hosts_refreshed = time.monotonic()
         else:
             r.ready = _healthy(r.kind, r.ip, _echo_port(pod) if r.kind == "echo" else RELAY_PORT)

@@ -61,8 +61,13 @@ def _container(pod: Any, name: str) -> Any:
     return found
 
 
+def _fields(pod: Any) -> dict[str, str]:
+    """What a `fieldRef` may name (env or downwardAPI), as the agent gives it."""
+    return {"metadata.name": pod.metadata.name, "metadata.namespace": pod.metadata.namespace}
+
+
 def _env(pod: Any, container: Any) -> dict[str, str]:
-    fields = {"metadata.name": pod.metadata.name, "metadata.namespace": pod.metadata.namespace}
+    fields = _fields(pod)
     env = {}
     for e in container.env or []:
         if e.value is not None:
@@ -139,7 +144,7 @@ class DruidPod:
                     key, path = (item["key"], item["path"]) if isinstance(item, dict) else (item.key, item.path)
                     files[path] = data[key].encode()
             elif source.downward_api is not None:
-                fields = {"metadata.name": self.pod.metadata.name, "metadata.namespace": ns}
+                fields = _fields(self.pod)
                 for item in source.downward_api.items or []:
                     if item.field_ref is None or item.field_ref.field_path not in fields:
                         raise PodError(f"a projected downwardAPI item {item.path} asks for what the agent does not give "

@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.netns import POD_MARK
+from harness.errors import HarnessError
+from harness.netns import POD_MARK, run
 from harness.processes import ProcessRecord, spawn, terminate
 
 # The pod's gateway: an address nobody has, which the node's end of the veth answers ARP for
@@ -35,7 +35,7 @@ from harness.processes import ProcessRecord, spawn, terminate
 GATEWAY = "169.254.1.1"
 
 
-class SandboxError(Exception):
+class SandboxError(HarnessError):
     """The sandbox could not be made; the message names the command and its output."""
 
 
@@ -56,12 +56,6 @@ class Bind:
         return cls(parts[0], parts[1], len(parts) == 3)
 
 
-def _run(argv: list[str], stdin: str | None = None) -> None:
-    done = subprocess.run(argv, input=stdin, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SandboxError(f"`{' '.join(argv)}` failed: {(done.stderr or done.stdout).strip()}")
-
-
 def host_link(ip: str) -> str:
     """The node's end of the pod's veth pair (at most 15 characters)."""
     return "hp" + hashlib.sha256(ip.encode()).hexdigest()[:10]
@@ -76,7 +70,7 @@ def create(name: str, ip: str, log: Path, node: str, node_link: str = "eth0") ->
                                        f"{POD_MARK}{node}/{name}"], log)
     try:
         _connect(pause, ip, node_link)
-    except (SandboxError, OSError) as e:
+    except (HarnessError, OSError) as e:
         terminate(pause, 0.0)
         raise SandboxError(str(e)) from None
     return pause
@@ -92,13 +86,13 @@ def _connect(pause: ProcessRecord, ip: str, node_link: str) -> None:
                                f"(log {pause.log})")
         time.sleep(0.01)
     link = host_link(ip)
-    _run(["ip", "-batch", "-"], f"link add {link} type veth peer name eth0 netns {pause.pid}\n"
-                                f"link set {link} up\nroute replace {ip}/32 dev {link}\n")
+    run(["ip", "-batch", "-"], stdin=f"link add {link} type veth peer name eth0 netns {pause.pid}\n"
+                                      f"link set {link} up\nroute replace {ip}/32 dev {link}\n")
     for setting, value in ((f"conf/{link}/proxy_arp", "1"), (f"conf/{node_link}/proxy_arp", "1"), ("ip_forward", "1")):
         Path(f"/proc/sys/net/ipv4/{setting}").write_text(value)
-    _run(["nsenter", f"--net={netns}", "ip", "-batch", "-"],
-         f"link set lo up\naddr add {ip}/32 dev eth0\nlink set eth0 up\n"
-         f"route add {GATEWAY} dev eth0 scope link\nroute add default via {GATEWAY} dev eth0\n")
+    run(["nsenter", f"--net={netns}", "ip", "-batch", "-"],
+        stdin=f"link set lo up\naddr add {ip}/32 dev eth0\nlink set eth0 up\n"
+              f"route add {GATEWAY} dev eth0 scope link\nroute add default via {GATEWAY} dev eth0\n")
 
 
 def container_argv(pause: ProcessRecord, scratch: Path, binds: list[Bind], env: dict[str, str],
@@ -147,21 +141,21 @@ def _mount_all(scratch: Path, binds: list[Bind]) -> None:
     inside = os.path.realpath(scratch)
     parents.sort(key=lambda p: (inside == p or inside.startswith(p.rstrip("/") + "/"), p))
     if parents:
-        _run(["mount", "-t", "tmpfs", "tmpfs", str(scratch)])
+        run(["mount", "-t", "tmpfs", "tmpfs", str(scratch)])
         for i, parent in enumerate(parents):
             upper, work = scratch / f"upper{i}", scratch / f"work{i}"
             upper.mkdir()
             work.mkdir()
-            _run(["mount", "-t", "overlay", "overlay", "-o", f"lowerdir={parent},upperdir={upper},workdir={work}", parent])
+            run(["mount", "-t", "overlay", "overlay", "-o", f"lowerdir={parent},upperdir={upper},workdir={work}", parent])
     for bind, fd in held:
         if os.path.isdir(f"/proc/self/fd/{fd}"):
             os.makedirs(bind.target, exist_ok=True)
         elif not os.path.exists(bind.target):
             os.makedirs(os.path.dirname(bind.target), exist_ok=True)
             Path(bind.target).touch()
-        _run(["mount", "--no-canonicalize", "--bind", f"/proc/{os.getpid()}/fd/{fd}", bind.target])
+        run(["mount", "--no-canonicalize", "--bind", f"/proc/{os.getpid()}/fd/{fd}", bind.target])
         if bind.read_only:
-            _run(["mount", "-o", "remount,bind,ro", bind.target])
+            run(["mount", "-o", "remount,bind,ro", bind.target])
         os.close(fd)
 
 
@@ -174,7 +168,7 @@ def main(args: list[str] | None = None) -> None:
     ns = p.parse_args(args)
     try:
         _mount_all(ns.scratch, [Bind.parse(b) for b in ns.bind])
-    except (SandboxError, OSError) as e:
+    except (HarnessError, OSError) as e:
         sys.exit(f"sandbox: {e}")
     env = dict(kv.split("=", 1) for kv in ns.env)
     try:
