@@ -13,7 +13,7 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from harness import judge
-from harness.errors import CapabilityMissing, ConfigError
+from harness.errors import CapabilityMissing, ConfigError, EnvironmentStateError
 from harness.faults.runner import FaultRunner
 from harness.kube import cluster
 from harness.probes.connections import Connection, ConnectionProbe, node_of
@@ -92,6 +92,10 @@ def _(env: Environment, seed: Seed, cloud_controller: dict[str, Any], probes: Pr
     wait_for(lambda: _cloud(env).load_balancer_health(NAMESPACE, name),
              lambda health: sorted(n for n, state in health.items() if state == "InService") == every,
              f"every node in service in the health checks of {NAMESPACE}/{name}'s load balancer", timeout)
+    # PreferSameZone holds only once every ready endpoint carries its zone's hint: until then
+    # kube-proxy sends a zone's traffic to every zone's pod.
+    wait_for(lambda: _hinted_zones(api, name), lambda zones: zones == sorted(env.zones),
+             f"one ready endpoint of {NAMESPACE}/{name} per zone, each hinted for its own zone", timeout)
     probe = probes.add(NodeSetProbe(lambda: _cloud(env).load_balancer_nodes(NAMESPACE, name), timeline, name).start())
     return {"service": name, "probe": probe, "key": cloud_controller["key"]}
 
@@ -101,16 +105,37 @@ def _(env: Environment, seed: Seed, cloud_controller: dict[str, Any], probes: Pr
 def _(env: Environment, seed: Seed, lb: dict[str, Any], probes: Probes, timeline: Timeline, count: int,
       name: str) -> dict[str, Any]:
     """Opened from the internet (where the environment says its clients stand), each naming the pod
-    it reached; spoken on every 0.5 s until the scenario ends. The zone each went through is
-    taken now, while every pod it reached is still where it was."""
+    it reached; spoken on every 0.5 s until the scenario ends. Given once every one reached the
+    pod of the zone it went through (each node's kube-proxy applies the zone hints on its own
+    sync: until then all are opened again, for up to the deploy timeout). The zone each went
+    through is taken now, while every pod it reached is still where it was."""
     endpoint = _cloud(env).load_balancer_endpoint(NAMESPACE, name)
     if endpoint is None:
         raise CapabilityMissing(f"the load balancer of {NAMESPACE}/{name} has no address a client can reach")
-    probe = probes.add(ConnectionProbe(endpoint, count, timeline, name).start())
-    zones = _zones_of(env, seed, probe.snapshot())
-    timeline.mark("connection", f"{name}: the zones the connections went through",
-                  paths={c.index: [c.pod, c.peer, zones[c.index]] for c in probe.snapshot()})
-    return {"probe": probe, "zones": zones}
+    deadline = time.monotonic() + env.config.timeouts.deploy
+    while True:
+        probe = ConnectionProbe(endpoint, count, timeline, name).start()
+        try:
+            paths = _paths(env, seed, probe.snapshot())
+        except BaseException:
+            probe.stop()
+            raise
+        crossed = {i: path for i, path in paths.items() if path[0] != path[1]}
+        timeline.mark("connection", f"{name}: the zones the connections went through and reached",
+                      paths={c.index: [c.pod, c.peer, *paths[c.index]] for c in probe.snapshot()})
+        if not crossed:
+            break
+        # Each node's kube-proxy applies the zone hints on its own next sync: open them all again.
+        probe.stop()
+        if time.monotonic() > deadline:
+            raise EnvironmentStateError(
+                f"connections through the load balancer of {NAMESPACE}/{name} still reach a pod in another zone "
+                f"than the node they went through after {env.config.timeouts.deploy:g} s (index: [through, reached]): "
+                f"{crossed}; kube-proxy does not keep the Service's traffic in its zone (trafficDistribution: "
+                "PreferSameZone)")
+        time.sleep(1.0)
+    probes.add(probe)
+    return {"probe": probe, "zones": {i: through for i, (through, _) in paths.items()}}
 
 
 @when(parsers.parse('node "{node}" is labelled for exclusion from external load balancers'), target_fixture="node_change")
@@ -190,16 +215,36 @@ def _(lb: dict[str, Any], node_change: dict[str, Any], timeline: Timeline, limit
     judge.within(polled, f"time until {node} left {name}'s load balancer", show=NodeSetSample.seen)
 
 
-def _zones_of(env: Environment, seed: Seed, connections: list[Connection]) -> dict[int, str | None]:
-    """Connection index -> the zone of the node it went through."""
+def _paths(env: Environment, seed: Seed, connections: list[Connection]) -> dict[int, tuple[str | None, str | None]]:
+    """Connection index -> (the zone of the node it went through, the zone of the pod it reached)."""
     from kubernetes import client as k8s
 
     core = k8s.CoreV1Api(cluster.connect(seed.kube))
     with cluster.api_errors(f"listing the pods of {NAMESPACE}"):
         pods = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod(NAMESPACE).items}
     zones = {n.name: n.zone for n in env.nodes}
-    nodes = {c.index: node_of(c, {n.name: n.address for n in env.nodes}, pods.get) for c in connections}
-    return {i: zones.get(node) if node else None for i, node in nodes.items()}
+    addresses = {n.name: n.address for n in env.nodes}
+    return {c.index: (zones.get(node_of(c, addresses, pods.get) or ""), zones.get(pods.get(c.pod) or ""))
+            for c in connections}
+
+
+def _hinted_zones(api: Any, name: str) -> list[str] | None:
+    from kubernetes import client as k8s
+
+    return hinted_zones(k8s.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
+        NAMESPACE, label_selector=f"kubernetes.io/service-name={name}").items)
+
+
+def hinted_zones(slices: list[Any]) -> list[str] | None:
+    """The zones of the ready endpoints of a Service's EndpointSlices, or None while one of them
+    is not hinted for its own zone alone (kube-proxy then spreads every zone's traffic)."""
+    zones = []
+    for endpoint in (e for s in slices for e in s.endpoints or [] if e.conditions and e.conditions.ready):
+        hinted = [z.name for z in endpoint.hints.for_zones or []] if endpoint.hints else []
+        if hinted != [endpoint.zone]:
+            return None
+        zones.append(endpoint.zone)
+    return sorted(zones)
 
 
 def _connections_through(connections: dict[str, Any], outage: Outage, zone: str) -> list[Connection]:
