@@ -26,6 +26,9 @@ class Component:
     # (None: kwok simulates it), and for StatefulSets the base of its members' fixed addresses.
     runs_as: str | None = None
     ip_base: int | None = None
+    # What selects its pods where Gardener's own code made them, when that differs (gardenlet's
+    # Etcd resources through etcd-druid: `app` and `role`, no `instance`).
+    gardener_selector: dict[str, str] | None = None
 
 
 def _etcd(role: str, ip_base: int) -> Component:
@@ -43,6 +46,7 @@ def _etcd(role: str, ip_base: int) -> Component:
         ports=(2379, 2380),
         runs_as="etcd",
         ip_base=ip_base,
+        gardener_selector={"app": "etcd-statefulset", "role": role, "app.kubernetes.io/managed-by": "etcd-druid"},
     )
 
 
@@ -86,6 +90,7 @@ def component(name: str) -> Component:
 def component_of(labels: dict[str, str]) -> str | None:
     """Which component a pod with these labels belongs to."""
     for c in COMPONENTS.values():
-        if all(labels.get(k) == v for k, v in c.selector.items()):
+        if any(all(labels.get(k) == v for k, v in selector.items()) for selector in (c.selector, c.gardener_selector or {})
+               if selector):
             return c.name
     return None

@@ -319,6 +319,8 @@ class Agent:
 
     def _address(self, pod: Any) -> str:
         base = (pod.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
+        if base is None and druid_pods.is_druid_pod(pod):
+            base = druid_pods.address_base(pod)
         if base is not None:
             ordinal = int(pod.metadata.name.rsplit("-", 1)[1])
             return f"{self.subnets[self.args.zone]}.{int(base) + ordinal}"

@@ -10,9 +10,11 @@ of the host's and it elects no leader (one instance). Every other setting is its
 
 from __future__ import annotations
 
+import copy
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import gobuild
 from harness.kube import cluster, gardenlet
@@ -67,6 +69,17 @@ def start(seed: Seed, workdir: Path, *, program: Path | None = None, timeout: fl
     except ResourceManagerError as exc:
         raise DruidError(str(exc)) from None
     return Druid(metrics, workdir)
+
+
+def with_gateway(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """gardenlet's objects with every `Etcd`'s gRPC gateway on (`spec.etcd.enableGRPCGateway`),
+    the one field the harness changes: its etcd client speaks etcd's JSON gateway, which gardenlet
+    leaves off (druid's default), so its probes could not reach the members otherwise."""
+    out = copy.deepcopy(objects)
+    for o in out:
+        if o.get("kind") == "Etcd":
+            o["spec"].setdefault("etcd", {})["enableGRPCGateway"] = True
+    return out
 
 
 if __name__ == "__main__":

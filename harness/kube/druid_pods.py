@@ -53,6 +53,17 @@ def is_druid_pod(pod: Any) -> bool:
     return (pod.metadata.labels or {}).get(MANAGED_BY[0]) == MANAGED_BY[1]
 
 
+def address_base(pod: Any) -> int | None:
+    """Where the addresses of the pod's etcd begin in its zone's subnet (member k at base + k), as
+    for the reference's members: a member made again, after its zone came back or its node
+    failed, gets the address it had (its volume keeps it in its zone), so the harness's view of the
+    members stays true. None for a pod of no etcd the harness knows."""
+    from harness.components import COMPONENTS, component_of
+
+    name = component_of(pod.metadata.labels or {})
+    return COMPONENTS[name].ip_base if name else None
+
+
 def _container(pod: Any, name: str) -> Any:
     found = next((c for c in pod.spec.containers if c.name == name), None)
     if found is None:

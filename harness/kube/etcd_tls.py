@@ -25,6 +25,11 @@ CLIENT_TLS_VOLUME = "client-url-etcd-client-tls"
 PEER_CA_VOLUME = "peer-url-ca-etcd"
 PEER_TLS_VOLUME = "peer-url-etcd-server-tls"
 CA_KEYS = ("ca.crt", "bundle.crt")  # the reference's; Gardener's CA bundle Secrets
+# The client side's volumes (CA, serving certificate, client certificate) under both names: the
+# ones above (etcd-druid v0.22's, the reference's) and those of etcd-druid v0.36, which runs
+# gardenlet's Etcd resources on the local seed.
+CLIENT_SIDE_VOLUMES = ((CLIENT_CA_VOLUME, SERVER_TLS_VOLUME, CLIENT_TLS_VOLUME),
+                       ("etcd-ca", "etcd-server-tls", "etcd-client-tls"))
 # The reference's Secrets: one CA (the shoot's), one of each certificate for etcd-main and etcd-events.
 CA_SECRET, SERVER_SECRET, PEER_SECRET, CLIENT_SECRET = "etcd-ca", "etcd-server-tls", "etcd-peer-tls", "etcd-client-tls"
 MEMBER_VOLUMES = {CLIENT_CA_VOLUME: CA_SECRET, SERVER_TLS_VOLUME: SERVER_SECRET, CLIENT_TLS_VOLUME: CLIENT_SECRET,
@@ -95,16 +100,18 @@ def client_tls(api: Any, namespace: str, statefulset: str, directory: Path) -> E
 
     template = k8s.AppsV1Api(api).read_namespaced_stateful_set(statefulset, namespace).spec.template.spec
     by_volume = mounted(template)
-    if SERVER_TLS_VOLUME not in by_volume:
+    names = next((n for n in CLIENT_SIDE_VOLUMES if n[1] in by_volume), None)
+    if names is None:
         return None
-    missing = [v for v in (CLIENT_CA_VOLUME, CLIENT_TLS_VOLUME) if v not in by_volume]
+    ca_volume, _, client_volume = names
+    missing = [v for v in (ca_volume, client_volume) if v not in by_volume]
     if missing:
         raise EnvironmentStateError(f"{namespace}/{statefulset} serves TLS but mounts no {', '.join(missing)}: "
                                     f"the harness finds its client certificate there")
     core = k8s.CoreV1Api(api)
-    ca = write_secret(core, namespace, by_volume[CLIENT_CA_VOLUME], directory / "ca")
-    client = write_secret(core, namespace, by_volume[CLIENT_TLS_VOLUME], directory / "client")
-    return EtcdTls(ca_file(ca, f"Secret {namespace}/{by_volume[CLIENT_CA_VOLUME]}"), client["tls.crt"], client["tls.key"],
+    ca = write_secret(core, namespace, by_volume[ca_volume], directory / "ca")
+    client = write_secret(core, namespace, by_volume[client_volume], directory / "client")
+    return EtcdTls(ca_file(ca, f"Secret {namespace}/{by_volume[ca_volume]}"), client["tls.crt"], client["tls.key"],
                    server_name=service_name(statefulset, namespace))
 
 

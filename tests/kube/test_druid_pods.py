@@ -5,12 +5,16 @@ configured as druid generated it. Judged by what druid itself reports, and by th
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from typing import Any, Iterator
 
 import pytest
 from kubernetes import client as k8s
 
 from harness import netns
+from harness.errors import WaitTimeout
 from harness.kube import backup_restore, cluster, druid, gardenlet
 from harness.kube.resource_manager import as_new
 from harness.providers.local.region import LocalEnvironment, LocalRegion
@@ -54,7 +58,8 @@ def running() -> Iterator[tuple[LocalEnvironment, Any]]:
         api = cluster.connect(seed.kube)
         namespace = render(ReferenceSpec("zone", env.zones, "gardener", namespace=NS))[0]
         cluster.apply(api, [namespace, PRIORITY_CLASS, *_volumes(env.zones)])
-        cluster.apply(api, [as_new(o) for o in gardenlet.etcd_objects(NS, "zone")])
+        # gardenlet's objects, with the etcds' JSON gateway on for the harness's client.
+        cluster.apply(api, [as_new(o) for o in druid.with_gateway(gardenlet.etcd_objects(NS, "zone"))])
         yield env, api
     finally:
         workdir = env.config.state_dir / "dp"
@@ -68,24 +73,32 @@ def _etcd(api: Any, name: str) -> dict[str, Any]:
     return k8s.CustomObjectsApi(api).get_namespaced_custom_object("druid.gardener.cloud", "v1alpha1", NS, "etcds", name)
 
 
+def _statuses(api: Any) -> dict[str, Any]:
+    return {name: _etcd(api, name).get("status", {}) for name in ETCDS}
+
+
+def _condition(status: dict[str, Any], kind: str) -> str | None:
+    return next((c["status"] for c in status.get("conditions") or [] if c["type"] == kind), None)
+
+
+def _all_ready(seen: dict[str, Any]) -> bool:
+    return all(s.get("ready") and s.get("readyReplicas") == 3 and _condition(s, "AllMembersReady") == "True"
+               for s in seen.values())
+
+
+def _await_all_ready(api: Any, timeout: float) -> dict[str, Any]:
+    return wait_for(lambda: _statuses(api), _all_ready,
+                    "etcd-druid to report etcd-main and etcd-events ready, every member ready", timeout, interval=2.0)
+
+
 def test_druid_reports_both_etcds_ready_with_a_member_in_each_zone(running: tuple[LocalEnvironment, Any]) -> None:
     """druid's own status: Ready, 3 ready replicas, every member ready (each member's lease renewed
     by its etcd-backup-restore, which needs its etcd to answer); the pods one per zone."""
     env, api = running
-
-    def statuses() -> dict[str, Any]:
-        return {name: _etcd(api, name).get("status", {}) for name in ETCDS}
-
-    def all_ready(seen: dict[str, Any]) -> bool:
-        return all(s.get("ready") and s.get("readyReplicas") == 3 and any(
-            c["type"] == "AllMembersReady" and c["status"] == "True" for c in s.get("conditions") or [])
-            for s in seen.values())
-
     # A new cluster takes about 2.5 minutes here: each member's etcd-backup-restore first waits out
     # its checks for a running cluster to join (docs/guides/reference.md).
-    seen = wait_for(statuses, all_ready, "etcd-druid to report etcd-main and etcd-events ready, every member ready",
-                    360.0, interval=2.0)
-    assert all_ready(seen)
+    seen = _await_all_ready(api, 360.0)
+    assert _all_ready(seen)
     core = k8s.CoreV1Api(api)
     zones = {n.metadata.name: n.metadata.labels[cluster.ZONE_LABEL] for n in core.list_node().items}
     for name in ETCDS:
@@ -98,3 +111,61 @@ def test_druid_reports_both_etcds_ready_with_a_member_in_each_zone(running: tupl
         assert all(h and h.count(":") == 2 for h in holders), holders
         assert len({h.split(":")[1] for h in holders}) == 1, holders
         assert sorted(h.split(":")[2] for h in holders) == ["Leader", "Member", "Member"], holders
+
+
+def _members_answer(etcd: Any, api: Any, timeout: float) -> None:
+    """Every member answers the harness, they agree on a leader and are caught up; else where the
+    pods are."""
+    try:
+        etcd.wait_healthy(timeout)
+    except WaitTimeout as e:
+        pods = [(p.metadata.name, p.metadata.uid[:8], p.spec.node_name, p.status.pod_ip)
+                for p in k8s.CoreV1Api(api).list_namespaced_pod(NS).items]
+        raise AssertionError(f"{e}; the pods: {pods}") from None
+
+
+def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_changes_nothing(
+        running: tuple[LocalEnvironment, Any]) -> None:
+    """The region's zone-outage fault, as the features inject it, on druid's pods, in the leader's
+    zone: the harness reaches etcd-main's members as any shoot etcd's (ShootEtcd, with the client
+    certificate from druid's Secrets); the two members outside the cut zone elect a leader and take
+    a write; druid killed and started again meanwhile deletes and recreates nothing and keeps
+    reporting the etcd Ready (quorate); after the heal the cut member has caught up and every
+    member is ready again."""
+    from harness.faults.runner import FaultRunner
+    from harness.providers.local.seed.shoot import ShootEtcd
+    from harness.timeline import Timeline
+
+    env, api = running
+    _await_all_ready(api, 360.0)
+    etcd = ShootEtcd(env, LocalRegion(config_for("dp")).seed(env), NS, "etcd-main")
+    _members_answer(etcd, api, 60.0)
+    leader = etcd.leader()
+    assert leader is not None
+    etcd.client(leader).put("before-outage", "kept")
+    core = k8s.CoreV1Api(api)
+    uids = {p.metadata.name: p.metadata.uid for p in core.list_namespaced_pod(NS).items}
+    cut = etcd.member(leader).zone
+    rest = [m.name for m in etcd.members if m.zone != cut]
+    runner = FaultRunner(env, Timeline())
+    active = runner.inject("zone-outage", cut)
+    try:
+        new_leader = wait_for(lambda: etcd.leader({n: st for n, st in etcd.status().items() if n in rest}),
+                              lambda got: got in rest, f"etcd-main's members outside {cut} agreeing on a leader "
+                              "among them", 30.0)
+        etcd.client(new_leader).put("during-outage", "written")
+        assert etcd.client(rest[0]).get("before-outage") == b"kept"
+        cp = control_plane(env)
+        os.kill(cp.records[druid.NAME].pid, signal.SIGKILL)
+        druid.start(cp, cp.workdir / "etcd-druid")
+        for _ in range(10):  # druid reconciles what it finds on start: watch it do so
+            status = _etcd(api, "etcd-main").get("status", {})
+            assert _condition(status, "Ready") == "True", status.get("conditions")
+            time.sleep(1.0)
+        assert {p.metadata.name: p.metadata.uid for p in core.list_namespaced_pod(NS).items} == uids
+    finally:
+        runner.heal(active)
+    _members_answer(etcd, api, 120.0)
+    assert etcd.client(leader).get("during-outage", serializable=True) == b"written"  # the cut member caught up
+    _await_all_ready(api, 120.0)
+

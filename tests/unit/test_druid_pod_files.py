@@ -116,3 +116,12 @@ def test_etcd_wrapper_takes_druids_arguments_as_druid_writes_them() -> None:
     assert (args.backup_restore_host_port, args.etcd_server_name, args.etcd_wrapper_port) == \
         ("etcd-main-local:8080", "etcd-main-local", 9095)
     assert etcd_wrapper.Sidecar(etcd_wrapper.parse(["--etcd=/bin/etcd", "start-etcd"])).base == "http://localhost:8080"
+
+
+def test_a_druid_member_gets_the_address_of_the_reference_member_of_its_etcd_and_ordinal() -> None:
+    """Stable across the pod's re-creation (its volume keeps it in its zone), as the harness's view
+    of the members assumes; no base for a pod of no etcd the harness knows."""
+    druid = {druid_pods.MANAGED_BY[0]: druid_pods.MANAGED_BY[1]}
+    assert druid_pods.address_base(_pod("etcd-main-2", None, False, {**MAIN, **druid})) == 100
+    assert druid_pods.address_base(_pod("etcd-events-0", None, False, {**MAIN, "role": "events", **druid})) == 110
+    assert druid_pods.address_base(_pod("etcd-other-0", None, False, {**MAIN, "role": "other", **druid})) is None

@@ -807,3 +807,16 @@ def test_the_gardener_form_expects_the_conventions_forms_counts() -> None:
         ours = render(spec_of(tolerance, n, "conventions"))
         for name, c in COMPONENTS.items():
             assert replicas(spec_of(tolerance, n, "gardener"), c) == workload(ours, name)["spec"]["replicas"], name
+
+
+def test_etcd_pods_are_known_by_the_renderers_labels_and_by_those_gardenlet_gives_druid() -> None:
+    """gardenlet's Etcd resources label their pods `app` and `role` without `instance`; etcd-druid
+    adds its own. Both kinds of pod belong to the same component, and no other pod does."""
+    from harness.components import component_of
+
+    druid = {"app": "etcd-statefulset", "role": "events", "gardener.cloud/role": "controlplane",
+             "app.kubernetes.io/managed-by": "etcd-druid", "app.kubernetes.io/part-of": "etcd-events"}
+    assert component_of(druid) == "etcd-events"
+    assert component_of({**druid, "role": "main"}) == "etcd-main"
+    assert component_of({"app": "etcd-statefulset", "instance": "etcd-main", "role": "main"}) == "etcd-main"
+    assert component_of({"app": "etcd-statefulset", "role": "main"}) is None  # neither the renderer's nor druid's
