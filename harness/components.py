@@ -30,6 +30,11 @@ class Component:
     # Etcd resources through etcd-druid: `app` and `role`, no `instance`).
     gardener_selector: dict[str, str] | None = None
 
+    def selects(self, labels: dict[str, str]) -> bool:
+        """Whether a pod with these labels is one of its pods (made by the renderer or by Gardener)."""
+        return any(all(labels.get(k) == v for k, v in selector.items())
+                   for selector in (self.selector, self.gardener_selector) if selector)
+
 
 def _etcd(role: str, ip_base: int) -> Component:
     # GEP-20 writes its etcd rules against `app: etcd-statefulset` alone; etcd-druid also sets
@@ -90,7 +95,6 @@ def component(name: str) -> Component:
 def component_of(labels: dict[str, str]) -> str | None:
     """Which component a pod with these labels belongs to."""
     for c in COMPONENTS.values():
-        if any(all(labels.get(k) == v for k, v in selector.items()) for selector in (c.selector, c.gardener_selector or {})
-               if selector):
+        if c.selects(labels):
             return c.name
     return None

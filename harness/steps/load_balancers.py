@@ -13,7 +13,7 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from harness import judge
-from harness.errors import CapabilityMissing, ConfigError, EnvironmentStateError
+from harness.errors import CapabilityMissing, ConfigError, HarnessError
 from harness.faults.runner import FaultRunner
 from harness.kube import cluster
 from harness.probes.connections import Connection, ConnectionProbe, node_of
@@ -106,34 +106,14 @@ def _(env: Environment, seed: Seed, lb: dict[str, Any], probes: Probes, timeline
       name: str) -> dict[str, Any]:
     """Opened from the internet (where the environment says its clients stand), each naming the pod
     it reached; spoken on every 0.5 s until the scenario ends. Given once every one reached the
-    pod of the zone it went through (each node's kube-proxy applies the zone hints on its own
-    sync: until then all are opened again, for up to the deploy timeout). The zone each went
+    pod of the zone it went through (held_in_zone, up to the deploy timeout). The zone each went
     through is taken now, while every pod it reached is still where it was."""
     endpoint = _cloud(env).load_balancer_endpoint(NAMESPACE, name)
     if endpoint is None:
         raise CapabilityMissing(f"the load balancer of {NAMESPACE}/{name} has no address a client can reach")
-    deadline = time.monotonic() + env.config.timeouts.deploy
-    while True:
-        probe = ConnectionProbe(endpoint, count, timeline, name).start()
-        try:
-            paths = _paths(env, seed, probe.snapshot())
-        except BaseException:
-            probe.stop()
-            raise
-        crossed = {i: path for i, path in paths.items() if path[0] != path[1]}
-        timeline.mark("connection", f"{name}: the zones the connections went through and reached",
-                      paths={c.index: [c.pod, c.peer, *paths[c.index]] for c in probe.snapshot()})
-        if not crossed:
-            break
-        # Each node's kube-proxy applies the zone hints on its own next sync: open them all again.
-        probe.stop()
-        if time.monotonic() > deadline:
-            raise EnvironmentStateError(
-                f"connections through the load balancer of {NAMESPACE}/{name} still reach a pod in another zone "
-                f"than the node they went through after {env.config.timeouts.deploy:g} s (index: [through, reached]): "
-                f"{crossed}; kube-proxy does not keep the Service's traffic in its zone (trafficDistribution: "
-                "PreferSameZone)")
-        time.sleep(1.0)
+    probe, paths = held_in_zone(lambda: ConnectionProbe(endpoint, count, timeline, name).start(),
+                                lambda probe: _paths(env, seed, probe.snapshot()), timeline,
+                                f"the load balancer of {NAMESPACE}/{name}", env.config.timeouts.deploy)
     probes.add(probe)
     return {"probe": probe, "zones": {i: through for i, (through, _) in paths.items()}}
 
@@ -215,7 +195,46 @@ def _(lb: dict[str, Any], node_change: dict[str, Any], timeline: Timeline, limit
     judge.within(polled, f"time until {node} left {name}'s load balancer", show=NodeSetSample.seen)
 
 
-def _paths(env: Environment, seed: Seed, connections: list[Connection]) -> dict[int, tuple[str | None, str | None]]:
+Paths = dict[int, tuple[str | None, str | None]]  # connection index -> (zone went through, zone of the pod reached)
+
+
+def held_in_zone(open_probe: Callable[[], ConnectionProbe], paths_of: Callable[[ConnectionProbe], Paths],
+                 timeline: Timeline, what: str, timeout: float) -> tuple[ConnectionProbe, Paths]:
+    """Connections opened through `what` until each reached the pod of the zone it went through
+    (each node's kube-proxy applies the zone hints on its own sync), all opened again after a
+    second while one did not; the probe holding them and their paths. One that cannot be opened
+    or placed ends the wait at once."""
+    held: list[tuple[ConnectionProbe, Paths]] = []
+    failed: list[str] = []
+
+    def attempt() -> Paths | None:
+        """Those that reached another zone than they went through."""
+        try:
+            probe = open_probe()
+            try:
+                paths = paths_of(probe)
+            except BaseException:
+                probe.stop()
+                raise
+        except (HarnessError, OSError) as e:
+            failed.append(f"{type(e).__name__}: {e}")
+            return None
+        timeline.mark("connection", f"{probe.service}: the zones the connections went through and reached",
+                      paths={c.index: [c.pod, c.peer, *paths[c.index]] for c in probe.snapshot()})
+        crossed = {i: path for i, path in paths.items() if path[0] != path[1]}
+        if crossed:
+            probe.stop()
+        else:
+            held.append((probe, paths))
+        return crossed
+
+    wait_for(attempt, lambda crossed: crossed == {}, f"every connection through {what} to reach the pod of the zone it "
+             "went through (trafficDistribution: PreferSameZone)", timeout, interval=1.0,
+             give_up=lambda: failed[0] if failed else None)
+    return held[0]
+
+
+def _paths(env: Environment, seed: Seed, connections: list[Connection]) -> Paths:
     """Connection index -> (the zone of the node it went through, the zone of the pod it reached)."""
     from kubernetes import client as k8s
 

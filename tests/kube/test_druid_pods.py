@@ -168,4 +168,3 @@ def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_ch
     _members_answer(etcd, api, 120.0)
     assert etcd.client(leader).get("during-outage", serializable=True) == b"written"  # the cut member caught up
     _await_all_ready(api, 120.0)
-
