@@ -158,6 +158,49 @@ Feature: GEP-20's zone outage experiment, automated
       | zone-b | zone-c | zone-a |
       | zone-c | zone-a | zone-b |
 
+  @long @gardener @druid
+  Scenario Outline: A zone outage with etcd-druid running the etcds: gardenlet's Etcd resources, druid's StatefulSets, the real etcd-backup-restore (<zone> down)
+    The gardener form, but etcd-main and etcd-events are the Etcd resources gardenlet's own code
+    makes for a shoot of failure tolerance zone (gardener v1.145.0), and etcd-druid v0.36.4 (real)
+    makes their StatefulSets, budgets and configuration; the node agents run each member's pod
+    with the real etcd-backup-restore beside the real etcd. The lost zone's members are made again
+    by druid's StatefulSet and wait Pending for their zonal volumes, as the renderer's do.
+
+    Given the reference control plane with failure tolerance "zone" in the gardener form runs for real, its etcds made by etcd-druid
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "<client>"
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "<client>"
+    When zone "<zone>" goes down
+    Then within 20 s the nodes of zone "<zone>" are NotReady and tainted unreachable
+    And etcd-main keeps quorum with 2 members
+    And the shoot API is writable again within 5 s of the outage
+    And within 60 s the pods of the shoot control plane are
+      | component      | zone     | phase   |
+      | etcd-main      | <client> | Running |
+      | etcd-main      | <other>  | Running |
+      | etcd-main      | -        | Pending |
+      | etcd-events    | <client> | Running |
+      | etcd-events    | <other>  | Running |
+      | etcd-events    | -        | Pending |
+      | kube-apiserver | <client> | Running |
+      | kube-apiserver | <other>  | Running |
+      | kube-apiserver | -        | Pending |
+    And 1 kube-apiserver pod stays Pending because "didn't match pod topology spread constraints"
+    And the longest write gap during the outage is under 5 s
+    When zone "<zone>" comes back
+    Then within 60 s every pod of the shoot control plane is Running
+    And etcd-main has one member in each of 3 zones
+    And kube-apiserver has one replica in each of 3 zones
+    And etcd-main members end with equal HashKV
+    And no acknowledged write is lost
+    And no acknowledged shoot API write is lost
+
+    Examples:
+      | zone   | client | other  |
+      | zone-a | zone-b | zone-c |
+      | zone-b | zone-c | zone-a |
+      | zone-c | zone-a | zone-b |
+
   @long @gardener
   Scenario: gardener-resource-manager down through a zone outage: the control plane serves from two zones, and the lost replicas come back only with it
     Gardener registers gardener-resource-manager's webhooks with failurePolicy Fail, one of them

@@ -18,7 +18,8 @@ from harness.steps.terminal import say
 FEATURE = "gep20.feature"  # features/, as pytest-bdd names a scenario's feature: by its file
 # The Scenario Outline of each form (its name up to the zone), its Examples a zone each.
 OUTLINES = {"gep20": "A zone outage in the GEP-20 form:", "conventions": "A zone outage in the conventions form:",
-            "gardener": "A zone outage in the gardener form:"}
+            "gardener": "A zone outage in the gardener form:",
+            "druid": "A zone outage with etcd-druid running the etcds:"}  # the gardener form with druid's etcds
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

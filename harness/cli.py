@@ -18,7 +18,8 @@ from harness.errors import CapabilityMissing, ConfigError, HarnessError
 from harness.faults import FAULTS
 from harness.processes import run_to_end
 from harness.providers import get_provider
-from harness.providers.base import CloudStarter, Environment, Provider, SeedBackupStore, SeedResourceManager
+from harness.providers.base import (CloudStarter, Environment, Provider, SeedBackupStore, SeedEtcdDruid,
+                                    SeedResourceManager)
 from harness.providers.local.region import LocalEnvironment, LocalRegion
 from harness.providers.state import read_state, state_path
 from harness.reference import conventions_cli
@@ -109,6 +110,8 @@ def _parser() -> argparse.ArgumentParser:
                                      "prints the tables and figures its steps recorded, writes the report")
     run.add_argument("--form", choices=FORMS, default="gep20", help="scheduling form of the reference (default gep20)")
     run.add_argument("--zone", action="append", default=None, help="take only this zone down (repeatable; default: every zone)")
+    run.add_argument("--druid", action="store_true",
+                     help="with --form gardener: the etcds are gardenlet's Etcd resources, made by etcd-druid (real)")
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments (after --)")
     for name, help_ in (("render", "print the reference HA control plane as YAML"),
                         ("deploy", "apply the reference HA control plane, wait for the scheduler, print where its pods went")):
@@ -131,6 +134,9 @@ def _parser() -> argparse.ArgumentParser:
                                             "member taking a delta snapshot every S seconds (seed 003)")
     sub.choices["deploy"].add_argument("--backup-full-period", metavar="S", type=float, default=3600.0,
                                        help="with --backup-delta-period: seconds between full snapshots (default 3600)")
+    sub.choices["deploy"].add_argument("--druid", action="store_true",
+                                       help="with --form gardener --real: the etcds are gardenlet's Etcd resources and "
+                                            "etcd-druid (started on the local seed) makes them")
     from harness.load.profiles import PROFILES
 
     load = sub.add_parser("load", help="run a load profile with locust from a client zone and print its statistics")
@@ -282,7 +288,7 @@ def _deploy(provider: Provider, env: Environment, config: Config, args: argparse
     seed = provider.seed(env)
     spec = ReferenceSpec(args.tolerance, env.zones, args.form, args.namespace, seed.storage_class, real=args.real,
                          delta_snapshot_period_s=args.backup_delta_period, full_snapshot_period_s=args.backup_full_period,
-                         etcd_members=args.etcd_members)
+                         etcd_members=args.etcd_members, druid=args.druid)
     store = None
     if spec.delta_snapshot_period_s is not None:
         if not isinstance(env, SeedBackupStore):
@@ -291,6 +297,11 @@ def _deploy(provider: Provider, env: Environment, config: Config, args: argparse
     if spec.form in DECIDED_BY_WEBHOOK and isinstance(env, SeedResourceManager) and env.start_resource_manager():
         print(f"gardener-resource-manager started on the seed; it decides the {spec.form} form's workloads until "
               "`harness down`")
+    if spec.druid:
+        if not isinstance(env, SeedEtcdDruid):
+            raise CapabilityMissing(f"the {env.provider} environment cannot run etcd-druid on its seed")
+        if env.start_etcd_druid():
+            print("etcd-druid started on the seed; it runs the etcds of gardenlet's Etcd resources until `harness down`")
     _record_reference(env, spec.namespace, add=True)
     pods = deploy(seed, spec, config.timeouts.deploy, store)
     print(f"reference control plane ({args.tolerance} tolerance, {args.form} form) in {spec.namespace}, "
@@ -404,6 +415,9 @@ def _chaos_job(config: Config, args: argparse.Namespace) -> int:
     picks the examples and prints what they recorded)."""
     from harness.report.runs import new_run_id
 
+    if args.druid and args.form != "gardener":
+        raise ConfigError(f"--druid runs the gardener form's outage with etcd-druid's etcds: give --form gardener, "
+                          f"not --form {args.form}")
     if config.provider.name != "local":
         raise HarnessError(f"the chaos job runs the reference for real on the local seed: the local provider only, "
                            f"not {config.provider.name}")
@@ -417,7 +431,7 @@ def _chaos_job(config: Config, args: argparse.Namespace) -> int:
                            f"that name: take it down first (harness down) or give the job another (harness --name NAME run)")
     run_id = new_run_id()
     cmd = [sys.executable, "-m", "pytest", str(features / "test_features.py"), "-p", "harness.chaos_job",
-           "--chaos-form", args.form, *[a for z in args.zone or () for a in ("--chaos-zone", z)],
+           "--chaos-form", "druid" if args.druid else args.form, *[a for z in args.zone or () for a in ("--chaos-zone", z)],
            "--region-name", config.region.name, "--provider", "local", "--harness-report", "--harness-run-id", run_id,
            *(["--harness-config", str(args.config)] if args.config else []), "-q", "--no-header",
            *[a for a in args.pytest_args if a != "--"]]

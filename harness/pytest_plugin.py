@@ -108,6 +108,7 @@ MARKERS = {
     "gep20": "GEP-20's outage experiment with the reference control plane running for real on the local seed",
     "gardener": "on Gardener's own components on the local seed (gardener-resource-manager's webhooks place the "
                 "reference control plane: its gardener form)",
+    "druid": "etcd-druid (real) runs the reference's etcds from the Etcd resources gardenlet's code makes",
     "gep20_findings": "GEP-20's further statements (its appendix, its findings and future enhancements), each with the GEP's figure stated",
     "aws": "AWS faults (network ACL swap, credential revocation, EC2 instances) through an AWS API: the local cloud or [aws]",
     "region": "needs the local region (root or user namespaces, etcd, nftables)",

@@ -130,6 +130,16 @@ class NotYet(Exception):
     """The pod cannot be started yet (peers unscheduled, address still held); retried."""
 
 
+@dataclass(frozen=True)
+class ClientUrl:
+    """A member's client URL; `name` when the URL holds its name, not its `address` (etcd-druid's
+    members: their serving certificates name no address)."""
+
+    url: str
+    address: str
+    name: str | None = None
+
+
 class Agent:
     def __init__(self, args: argparse.Namespace, api: Any) -> None:
         from kubernetes import client as k8s
@@ -622,13 +632,28 @@ class Agent:
         # apiservers know (the rest are left out, as a list taken too early leaves them out).
         only = (pod.metadata.annotations or {}).get(ETCD_ZONES_ANNOTATION)
         zones = set(only.split(",")) if only else None
-        main, events = self._client_urls(ns, "etcd-main", zones), self._client_urls(ns, "etcd-events", zones)
+        main, events = self._client_members(ns, "etcd-main", zones), self._client_members(ns, "etcd-events", zones)
         if not main:
             raise NotYet("no etcd-main member is scheduled yet")
-        return kube_apiserver_command(self.args.kube_apiserver, main, ip, 443, pki_files(pki), pki / "certs",
-                                      "10.0.0.0/24", events_servers=events, etcd_tls=client)
+        argv = kube_apiserver_command(self.args.kube_apiserver, [m.url for m in main], ip, 443, pki_files(pki),
+                                      pki / "certs", "10.0.0.0/24", events_servers=[m.url for m in events],
+                                      etcd_tls=client)
+        named = [(m.address, [m.name]) for m in main + events if m.name]
+        if not named:
+            return argv
+        # etcd-druid's members are dialled by name, as their serving certificates name them (its
+        # peer Service's pod names): the apiserver gets a mount namespace with an /etc/hosts of them
+        # (cluster DNS's answers; their addresses are fixed, harness.kube.druid_pods.address_base).
+        files = self._pod_dir(ns, pod.metadata.name, pod.metadata.uid)
+        files.mkdir(parents=True, exist_ok=True)
+        sandbox.write_hosts(files / "hosts", named)
+        return sandbox.mount_argv(files, [sandbox.Bind(str(files / "hosts"), "/etc/hosts", True)],
+                                  {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, argv)
 
     def _client_urls(self, namespace: str, sts: str, zones: set[str] | None = None) -> list[str]:
+        return [m.url for m in self._client_members(namespace, sts, zones)]
+
+    def _client_members(self, namespace: str, sts: str, zones: set[str] | None = None) -> list[ClientUrl]:
         """Client URLs of every member of a StatefulSet (only those in `zones`, when given); a member
         whose zone is not known yet is waited for, unless the scheduler has given up on it (a member
         that cannot be placed at all must not keep the apiservers down)."""
@@ -640,16 +665,21 @@ class Agent:
             if e.status == 404:
                 return []
             raise
-        base = (spec.template.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
+        template = spec.template
+        druid = druid_pods.is_druid_pod(template)
+        base = druid_pods.address_base(template) if druid else (template.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
         if base is None:
             return []
-        scheme = "https" if etcd_tls.SERVER_TLS_VOLUME in etcd_tls.mounted(spec.template.spec) else "http"
-        urls = []
+        mounted = etcd_tls.mounted(template.spec)
+        scheme = "https" if any(names[1] in mounted for names in etcd_tls.CLIENT_SIDE_VOLUMES) else "http"
+        urls: list[ClientUrl] = []
         for k in range(spec.replicas or 0):
             zone = self._zone_of(namespace, f"{sts}-{k}")
             if zone is not None:
                 if zones is None or zone in zones:
-                    urls.append(f"{scheme}://{self.subnets[zone]}.{int(base) + k}:2379")
+                    address = f"{self.subnets[zone]}.{int(base) + k}"
+                    name = f"{sts}-{k}.{spec.service_name}.{namespace}.svc" if druid else None
+                    urls.append(ClientUrl(f"{scheme}://{name or address}:2379", address, name))
             elif not self._unschedulable(namespace, f"{sts}-{k}"):
                 raise NotYet(f"member {sts}-{k} is not scheduled yet, so its address is not known")
         return urls
@@ -822,8 +852,8 @@ class Agent:
         for _, r in stopping:  # a sandbox goes after its containers: its network with it
             if r.pause_record is not None:
                 terminate(r.pause_record, 0.0)
-            if r.kind == DRUID:
-                shutil.rmtree(self._pod_dir(r.namespace, r.name, r.uid), ignore_errors=True)
+            # a sandboxed pod's files; a kube-apiserver's /etc/hosts for etcd-druid's members
+            shutil.rmtree(self._pod_dir(r.namespace, r.name, r.uid), ignore_errors=True)
         for _, r in stopping:
             self._release(r.ip)
             self.log(f"stopped {r.namespace}/{r.name} and released {r.ip}")

@@ -29,6 +29,17 @@ PROGRAM = gobuild.CachedProgram(
     "install Go 1.26 or newer (make setup does)", "python -m harness.kube.druid", min_go=(1, 26),
     sources=("go.mod", "go.sum", "druidclient/go.mod"), package="github.com/gardener/etcd-druid/cmd")
 READY_TIMEOUT_S = 60.0
+# A new cluster is Ready about 2.5 minutes after its Etcd resources here: each member's
+# etcd-backup-restore first waits out its checks for a running cluster to join.
+CLUSTER_READY_TIMEOUT_S = 360.0
+# The class gardenlet's Etcd resources name, as gardenlet's seed system component makes it
+# (gardener pkg/component/seed/system: gardenletManagedPriorityClasses).
+PRIORITY_CLASS = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                  "metadata": {"name": "gardener-system-500"}, "value": 999998500,
+                  "description": "PriorityClass for Shoot control plane components"}
+CRD = "etcds.druid.gardener.cloud"
+# What gardenlet sets on an Etcd before deleting it (gardener pkg/utils/gardener: ConfirmDeletion).
+DELETION_CONFIRMATION = "confirmation.gardener.cloud/deletion"
 
 
 class DruidError(gardenlet.GardenletError):
@@ -80,6 +91,97 @@ def with_gateway(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if o.get("kind") == "Etcd":
             o["spec"].setdefault("etcd", {})["enableGRPCGateway"] = True
     return out
+
+
+def has_crds(kube: KubeAccess) -> bool:
+    """Whether the seed knows etcd-druid's `Etcd` resources (start() registers them)."""
+    from kubernetes import client as k8s
+
+    with cluster.api_errors(f"reading the CustomResourceDefinition {CRD}"):
+        try:
+            k8s.ApiextensionsV1Api(cluster.connect(kube)).read_custom_resource_definition(CRD)
+        except k8s.ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+    return True
+
+
+def release(api: Any, namespace: str) -> list[str]:
+    """Every `Etcd` resource of `namespace` deleted without waiting for etcd-druid (its finalizer
+    removed): the reference's undeploy removes what druid made itself, and a namespace whose Etcd
+    keeps a finalizer nobody removes (druid stopped) would never go. Each is first annotated as
+    gardenlet annotates it, since Gardener's crd-deletion-protection webhook refuses the deletion
+    otherwise. The names deleted."""
+    from kubernetes import client as k8s
+
+    custom = k8s.CustomObjectsApi(api)
+    group, version = "druid.gardener.cloud", "v1alpha1"
+    try:
+        items = custom.list_namespaced_custom_object(group, version, namespace, "etcds")["items"]
+    except k8s.ApiException as e:
+        if e.status == 404:  # no such resource on this seed: nothing of druid's
+            return []
+        raise
+    for item in items:
+        name = item["metadata"]["name"]
+        confirmed = {"metadata": {"finalizers": None, "annotations": {DELETION_CONFIRMATION: "true"}}}
+        for call, args in ((custom.patch_namespaced_custom_object, (confirmed,)),
+                           (custom.delete_namespaced_custom_object, ())):
+            try:
+                call(group, version, namespace, "etcds", name, *args)
+            except k8s.ApiException as e:
+                if e.status != 404:
+                    raise
+    return [i["metadata"]["name"] for i in items]
+
+
+def not_ready(api: Any, namespace: str, names: list[str]) -> list[str]:
+    """Those of the `Etcd` resources whose status etcd-druid has not reported Ready yet (gardenlet
+    waits for that before it deploys kube-apiserver), each with what druid says of it."""
+    from kubernetes import client as k8s
+
+    custom = k8s.CustomObjectsApi(api)
+    left = []
+    for name in names:
+        with cluster.api_errors(f"reading the Etcd {namespace}/{name}"):
+            status = custom.get_namespaced_custom_object("druid.gardener.cloud", "v1alpha1", namespace, "etcds",
+                                                         name).get("status") or {}
+        if not status.get("ready"):
+            left.append(f"{name} ({status.get('readyReplicas') or 0} ready replicas)")
+    return left
+
+
+def etcds(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The `Etcd` resources among gardenlet's objects, by name."""
+    return {o["metadata"]["name"]: o for o in objects if o.get("kind") == "Etcd"}
+
+
+def apiserver_etcd_tls(objects: list[dict[str, Any]]) -> dict[str, str]:
+    """kube-apiserver's etcd volumes (etcd_tls.APISERVER_VOLUMES') -> the Secrets gardenlet's Etcd
+    resources name for etcd's clients: the CA bundle the members' serving certificates are checked
+    against and the client certificate (gardenlet mounts the same into its kube-apiserver)."""
+    named = set()
+    for name, etcd in etcds(objects).items():
+        tls = (etcd["spec"].get("etcd") or {}).get("clientUrlTls") or {}
+        try:
+            named.add((tls["tlsCASecretRef"]["name"], tls["clientTLSSecretRef"]["name"]))
+        except KeyError:
+            raise DruidError(f"the Etcd {name} serves its clients without TLS (no spec.etcd.clientUrlTls with a CA "
+                             "and a client Secret): the reference's kube-apiservers reach etcd over TLS") from None
+    if len(named) != 1:
+        raise DruidError(f"gardenlet's Etcd resources name different client Secrets ({sorted(named)}): "
+                         "one kube-apiserver mounts one CA and one client certificate")
+    ca, client = named.pop()
+    return {"etcd-ca": ca, "etcd-client-tls": client}
+
+
+def storage_capacity(objects: list[dict[str, Any]]) -> str:
+    """The largest volume a member of gardenlet's Etcd resources claims (etcd-main's 25Gi)."""
+    from kubernetes.utils import parse_quantity
+
+    sizes = [e["spec"].get("storageCapacity") or "16Gi" for e in etcds(objects).values()]  # 16Gi: druid's default
+    return max(sizes, key=parse_quantity)
 
 
 if __name__ == "__main__":

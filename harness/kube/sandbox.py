@@ -99,9 +99,15 @@ def container_argv(pause: ProcessRecord, scratch: Path, binds: list[Bind], env: 
                    argv: list[str]) -> list[str]:
     """A container's command: in the pod's network namespace, a mount namespace of its own with
     `binds`, the environment `env` only (as a container gets its image's and the pod's)."""
-    return ["nsenter", f"--net=/proc/{pause.pid}/ns/net", "--", "unshare", "--mount", "--propagation", "private",
-            "--", sys.executable, "-m", "harness.kube.sandbox", f"--scratch={scratch}",
-            *(f"--bind={b.arg()}" for b in binds), *(f"--env={k}={v}" for k, v in env.items()), "--", *argv]
+    return ["nsenter", f"--net=/proc/{pause.pid}/ns/net", "--", *mount_argv(scratch, binds, env, argv)]
+
+
+def mount_argv(scratch: Path, binds: list[Bind], env: dict[str, str], argv: list[str]) -> list[str]:
+    """A command in a mount namespace of its own with `binds` and the environment `env` only, in
+    the network namespace it is started in."""
+    return ["unshare", "--mount", "--propagation", "private", "--", sys.executable, "-m", "harness.kube.sandbox",
+            f"--scratch={scratch}", *(f"--bind={b.arg()}" for b in binds), *(f"--env={k}={v}" for k, v in env.items()),
+            "--", *argv]
 
 
 def write_hosts(path: Path, entries: list[tuple[str, list[str]]]) -> bool:

@@ -360,6 +360,18 @@ class SeedResourceManager(Protocol):
 
 
 @runtime_checkable
+class SeedEtcdDruid(Protocol):
+    """Environments whose seed can run Gardener's etcd-druid, so that the reference's etcds are
+    gardenlet's Etcd resources and druid makes their StatefulSets."""
+
+    def start_etcd_druid(self) -> bool:
+        """Running on the seed with its CRDs registered; False when it already was."""
+
+    def stop_etcd_druid(self) -> list[str]:
+        """The process stopped; what was done."""
+
+
+@runtime_checkable
 class CloudRequestLog(Protocol):
     """Environments whose cloud API says what was asked of it (as CloudTrail does): which actions,
     signed with which key, when."""

@@ -24,10 +24,11 @@ WEBHOOK_NAMESPACE_WAIT_S = 30.0
 TERMINAL = ("Failed", "Succeeded")  # a pod's phases after which it never runs again
 
 
-def volume_pool(spec: ReferenceSpec) -> list[dict[str, Any]]:
+def volume_pool(spec: ReferenceSpec, size: str = ETCD_VOLUME_SIZE) -> list[dict[str, Any]]:
     """Zonal PersistentVolumes for a seed without a provisioner: in every zone of the control
     plane, one for every etcd member (of both clusters), so the scheduler (not the harness)
-    picks the zone and the volume it binds keeps the member there."""
+    picks the zone and the volume it binds keeps the member there. `size`: what the largest
+    member's claim asks for."""
     volumes = []
     per_zone = sum(replicas(spec, COMPONENTS[name]) for name in ETCDS)
     for zone in spec.zones:
@@ -38,7 +39,7 @@ def volume_pool(spec: ReferenceSpec) -> list[dict[str, Any]]:
                 "kind": "PersistentVolume",
                 "metadata": {"name": pv, "labels": {POOL_LABEL: spec.namespace}},
                 "spec": {
-                    "capacity": {"storage": ETCD_VOLUME_SIZE},
+                    "capacity": {"storage": size},
                     "accessModes": ["ReadWriteOnce"],
                     "storageClassName": spec.storage_class,
                     "persistentVolumeReclaimPolicy": "Retain",
@@ -157,7 +158,7 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
     if spec.delta_snapshot_period_s is not None and backup_store is None:
         raise ConfigError(f"etcd-main of {spec.namespace} is to be backed up, but no backup store was given: the "
                           "environment's cloud provides one (SeedBackupStore)")
-    from harness.kube import resource_manager
+    from harness.kube import druid, resource_manager
 
     api = cluster.connect(seed.kube)
     try:
@@ -175,11 +176,12 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
                                     f"rewrite the "
                                     f"{spec.form} form's scheduling in {spec.namespace}: deploy the gardener form there, "
                                     f"or stop gardener-resource-manager first (`harness down` stops it on the local seed)")
-    objects = render(spec)
+    gardenlets = _druid_etcds(seed, spec) if spec.druid else []
+    objects = render(spec, druid.apiserver_etcd_tls(gardenlets) if spec.druid else None)
     await_namespace_gone(api, spec.namespace, timeout)
     apply(api, objects[:1])
     if seed.static_volumes:
-        pool = volume_pool(spec)
+        pool = volume_pool(spec, druid.storage_capacity(gardenlets) if spec.druid else ETCD_VOLUME_SIZE)
         apply(api, pool)
         # The scheduler binds only volumes its informer has seen; a pod scheduled before then stays
         # Pending (no event comes to retry it). Available is set by the controller manager's
@@ -195,6 +197,13 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
     if backup_store is not None and spec.delta_snapshot_period_s is not None and not _exists(api, spec.namespace,
                                                                                               BACKUP_SECRET):
         apply(api, [backup_secret(spec, backup_store)])  # once: a running etcd-main keeps its backups
+    if gardenlets:  # the Secrets and Etcd resources; etcd-druid makes the etcds' StatefulSets from them
+        apply(api, [druid.PRIORITY_CLASS, *gardenlets])
+        # As gardenlet does, kube-apiserver only once druid reports the etcds ready: a new cluster
+        # takes minutes, the system's own time, not the deploy timeout's.
+        wait_for(lambda: druid.not_ready(api, spec.namespace, list(druid.etcds(gardenlets))), lambda left: not left,
+                 f"etcd-druid to report the etcds of {spec.namespace} ready", druid.CLUSTER_READY_TIMEOUT_S,
+                 interval=2.0)
     if spec.form in DECIDED_BY_WEBHOOK:
         apply_through_webhook(api, spec.namespace, objects[1:])
     else:
@@ -207,6 +216,23 @@ def deploy(seed: Seed, spec: ReferenceSpec, timeout: float, backup_store: StoreS
         interval=0.25,
     )
     return observed[0]
+
+
+def _druid_etcds(seed: Seed, spec: ReferenceSpec) -> list[dict[str, Any]]:
+    """etcd-main's and etcd-events' `Etcd` resources and Secrets as gardenlet's own code makes them
+    for the shoot (harness.kube.gardenlet), their JSON gateway on for the harness's etcd client;
+    refused where no etcd-druid reconciles them. etcd-backup-restore is built here, before the node
+    agents run druid's pods (its sidecar)."""
+    from harness.kube import backup_restore, druid
+    from harness.kube.gardenlet import etcd_objects
+    from harness.kube.resource_manager import as_new
+
+    if not druid.has_crds(seed.kube):
+        raise CapabilityMissing(f"the etcds of {spec.namespace} are to be etcd-druid's, but this seed has no "
+                                f"{druid.CRD}: run etcd-druid on it (a scenario with etcd-druid starts it on the local "
+                                "seed, as `harness deploy --druid` does)")
+    backup_restore.binary()
+    return [as_new(o) for o in druid.with_gateway(etcd_objects(spec.namespace, spec.tolerance))]
 
 
 def _available(api: Any, names: list[str]) -> list[str]:
@@ -259,11 +285,14 @@ def undeploy(seed: Seed, namespace: str, timeout: float, wait_namespace: bool = 
     """
     from kubernetes import client as k8s
 
+    from harness.kube import druid
+
     api = cluster.connect(seed.kube)
     core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
     with cluster.api_errors(f"deleting namespace {namespace}"):
         names = [ns.metadata.name for ns in core.list_namespace().items]
         if namespace in names:
+            druid.release(api, namespace)  # first: etcd-druid would make their StatefulSets again
             _ignore_missing(apps.delete_collection_namespaced_stateful_set, namespace)
             _ignore_missing(apps.delete_collection_namespaced_deployment, namespace)
             _ignore_missing(core.delete_collection_namespaced_pod, namespace, grace_period_seconds=0)

@@ -78,6 +78,10 @@ class ReferenceSpec:
     # GEP-20's "two zone cluster", which it argues against (and the conventions refuse): failure
     # tolerance zone on a seed of exactly two zones, both used.
     two_zones: bool = False
+    # The gardener form running for real only: etcd-main and etcd-events are gardenlet's `Etcd`
+    # resources, which etcd-druid (real) turns into StatefulSets (harness.kube.druid); the renderer
+    # then writes no etcd object, and kube-apiserver mounts gardenlet's etcd CA and client Secrets.
+    druid: bool = False
     zones: tuple[str, ...] = field(init=False)  # the zones the control plane uses
 
     def __post_init__(self) -> None:
@@ -95,6 +99,12 @@ class ReferenceSpec:
                                               (self.tolerance != "none") != (self.etcd_members > 1)):
             raise ConfigError(f"an etcd of the reference has 1 member without high availability, else 3, 5 or 7 (an odd "
                               f"count for a quorum); got {self.etcd_members} with failure tolerance {self.tolerance!r}")
+        if self.druid and not (self.form == "gardener" and self.real):
+            raise ConfigError(f"etcd-druid runs the etcds of the gardener form running for real (on the local seed); "
+                              f"got the {self.form} form{'' if self.real else ' not running for real'}")
+        if self.druid and (self.etcd_members is not None or self.delta_snapshot_period_s is not None):
+            raise ConfigError("with etcd-druid the etcds are gardenlet's: their member count and backups are not the "
+                              "harness's to set")
         if self.two_zones:
             if self.tolerance != "zone" or len(self.seed_zones) != 2:
                 raise ConfigError(f"GEP-20's two-zone cluster is failure tolerance 'zone' on a seed of exactly two "
@@ -192,7 +202,7 @@ def _scheduling(spec: ReferenceSpec, c: Component, count: int) -> dict[str, Any]
     return {}  # gardener: the webhook writes it
 
 
-def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
+def _workload(spec: ReferenceSpec, c: Component, apiserver_tls: dict[str, str]) -> dict[str, Any]:
     count = replicas(spec, c)
     scheduling = _scheduling(spec, c, count)
     container: dict[str, Any] = {
@@ -211,7 +221,7 @@ def _workload(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
         if c.name == "kube-apiserver" and spec.apiserver_etcd_zones:
             pod_meta.setdefault("annotations", {})[ETCD_ZONES_ANNOTATION] = ",".join(spec.apiserver_etcd_zones)
         # etcd over TLS as etcd-druid runs it, with the certificates deploy() makes from the shoot's CA.
-        tls = etcd_tls.MEMBER_VOLUMES if c.name in ETCDS else etcd_tls.APISERVER_VOLUMES if c.name == "kube-apiserver" else {}
+        tls = etcd_tls.MEMBER_VOLUMES if c.name in ETCDS else apiserver_tls if c.name == "kube-apiserver" else {}
         if tls:
             pod_spec["volumes"] = etcd_tls.volumes(tls)
             container["volumeMounts"] = [{"name": v, "mountPath": f"/var/etcd/ssl/{v}", "readOnly": True} for v in tls]
@@ -358,14 +368,21 @@ def _autoscaler(spec: ReferenceSpec, c: Component) -> dict[str, Any]:
                          "type": "Utilization", "averageUtilization": 80}}}]}}
 
 
-def render(spec: ReferenceSpec) -> list[dict[str, Any]]:
+def render(spec: ReferenceSpec, apiserver_etcd_tls: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Every object of the reference control plane, the namespace first; in the gardener form
-    kube-apiserver's autoscaler before its Deployment (the webhook looks for it)."""
+    kube-apiserver's autoscaler before its Deployment (the webhook looks for it). With etcd-druid
+    (`spec.druid`) no etcd object: `apiserver_etcd_tls` names the Secrets of gardenlet's Etcd
+    resources kube-apiserver mounts (etcd_tls.APISERVER_VOLUMES' volumes; harness.kube.druid)."""
+    if spec.druid and apiserver_etcd_tls is None:
+        raise ConfigError("with etcd-druid, kube-apiserver mounts the etcd CA and client certificate of gardenlet's Etcd "
+                          "resources: their Secrets' names are needed (harness.kube.druid.apiserver_etcd_tls)")
     objects = [namespace(spec)]
     for c in COMPONENTS.values():
+        if spec.druid and c.name in ETCDS:
+            continue  # etcd-druid makes them from gardenlet's Etcd resources
         if spec.form == "gardener" and c.name == "kube-apiserver":
             objects.append(_autoscaler(spec, c))
-        objects += [_workload(spec, c), *_services(spec, c), _pdb(spec, c)]
+        objects += [_workload(spec, c, apiserver_etcd_tls or etcd_tls.APISERVER_VOLUMES), *_services(spec, c), _pdb(spec, c)]
     objects.append(_peer_policy(spec))
     return objects
 

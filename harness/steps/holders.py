@@ -12,7 +12,7 @@ from harness.config import Config
 from harness.kube import placement
 from harness.probes.availability import AvailabilityProbe, ProbeHistory
 from harness.errors import CapabilityMissing
-from harness.providers.base import Environment, EtcdCluster, SeedResourceManager
+from harness.providers.base import Environment, EtcdCluster, SeedEtcdDruid, SeedResourceManager
 from harness.timeline import Timeline
 from harness.topology import Seed
 
@@ -53,6 +53,12 @@ class Shoots:
                                         f"which the {getattr(env, 'provider', 'given')} environment cannot run")
             if env.start_resource_manager():
                 self.started.append(env.stop_resource_manager)
+        if spec.druid:
+            if not isinstance(env, SeedEtcdDruid):
+                raise CapabilityMissing(f"etcd-druid is to run the etcds, which the {getattr(env, 'provider', 'given')} "
+                                        "environment cannot run on its seed")
+            if env.start_etcd_druid():
+                self.started.append(env.stop_etcd_druid)
         if self.make_room is not None:
             self.make_room(spec)
         self.deployed.append((seed, spec.namespace))

@@ -59,6 +59,17 @@ def _(shoots: Shoots, probes: Probes, timeline: Timeline, seed: Seed, env: Envir
     return _run_for_real(shoots, probes, timeline, seed, env, spec, env.seed_backup_store())
 
 
+@given(parsers.parse('the reference control plane with failure tolerance "{tolerance}" in the gardener form runs for '
+                     'real, its etcds made by etcd-druid'), target_fixture="shoot")
+def _(shoots: Shoots, probes: Probes, timeline: Timeline, seed: Seed, env: Environment, tolerance: str) -> Shoot:
+    """etcd-main and etcd-events as gardenlet's own code makes their Etcd resources, and etcd-druid
+    (real, started on the seed) their StatefulSets, whose pods the node agents run with druid's
+    configuration (harness.kube.druid_pods); the rest as in the gardener form."""
+    spec = ReferenceSpec(tolerance, env.zones, "gardener", namespace=f"shoot--harness--{tolerance}-druid",
+                         storage_class=seed.storage_class, real=True, druid=True)
+    return _run_for_real(shoots, probes, timeline, seed, env, spec)
+
+
 def _run_for_real(shoots: Shoots, probes: Probes, timeline: Timeline, seed: Seed, env: Environment,
                   spec: ReferenceSpec, backup_store: Any = None) -> Shoot:
     shoot = shoots.deploy(seed, spec, backup_store, env)

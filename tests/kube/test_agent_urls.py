@@ -49,14 +49,16 @@ class FakeCore:
 
 
 class FakeApps:
-    def __init__(self, volumes: dict[str, str] | None = None) -> None:
+    def __init__(self, volumes: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> None:
         self.volumes = [NS(name=v, secret=NS(secret_name=s)) for v, s in (volumes or {}).items()]
+        self.labels = labels
 
     def read_namespaced_stateful_set(self, name: str, namespace: str, **_: Any) -> Any:
         if name != "etcd-main":
             raise ApiException(status=404)
-        return NS(spec=NS(replicas=3, template=NS(metadata=NS(annotations={IP_BASE_ANNOTATION: "100"}),
-                                                  spec=NS(volumes=self.volumes))))
+        # etcd-druid's carries its labels and no address annotation; the renderer's the annotation
+        meta = NS(labels=self.labels, annotations=None) if self.labels else NS(labels={}, annotations={IP_BASE_ANNOTATION: "100"})
+        return NS(spec=NS(replicas=3, service_name="etcd-main-peer", template=NS(metadata=meta, spec=NS(volumes=self.volumes))))
 
 
 def _agent(core: FakeCore, apps: FakeApps | None = None) -> Agent:
@@ -98,3 +100,17 @@ def test_a_member_the_scheduler_gave_up_on_does_not_hold_the_apiservers_back() -
             "etcd-main-2": _pod("etcd-main-2", None, unschedulable=True)}
     assert _agent(FakeCore(pods, {}, {}))._client_urls("ns", "etcd-main") == [
         "http://10.1.1.100:2379", "http://10.1.2.101:2379"]
+
+
+def test_druids_members_are_dialled_by_the_names_their_serving_certificates_hold() -> None:
+    """gardenlet's serving certificates name the peer Service's pods (`*.etcd-main-peer.<ns>.svc`),
+    no address: the apiserver dials each member by that name, at its fixed address."""
+    druid = {"app": "etcd-statefulset", "role": "main", "app.kubernetes.io/managed-by": "etcd-druid"}
+    mounts = {"etcd-ca": "ca-etcd-bundle", "etcd-server-tls": "etcd-server-main", "etcd-client-tls": "etcd-client"}
+    core = FakeCore({f"etcd-main-{k}": _pod(f"etcd-main-{k}", f"zone-{z}-1") for k, z in enumerate("abc")}, {}, {})
+    members = _agent(core, FakeApps(mounts, druid))._client_members("ns", "etcd-main")
+    assert [(m.url, m.address) for m in members] == [
+        ("https://etcd-main-0.etcd-main-peer.ns.svc:2379", "10.1.1.100"),
+        ("https://etcd-main-1.etcd-main-peer.ns.svc:2379", "10.1.2.101"),
+        ("https://etcd-main-2.etcd-main-peer.ns.svc:2379", "10.1.3.102")]
+    assert [m.name for m in members] == [m.url[len("https://"):-len(":2379")] for m in members]

@@ -1,7 +1,9 @@
-"""etcd-druid runs the shoot's etcds on the local seed for real: gardenlet's own component code makes
-the Etcd resources, etcd-druid (real) makes their StatefulSets, and the node agents run each pod in
-a sandbox of its own with the real etcd-backup-restore, etcd-wrapper's stand-in and the real etcd,
-configured as druid generated it. Judged by what druid itself reports, and by the members."""
+"""etcd-druid runs the shoot's etcds on the local seed for real: the reference control plane in the
+gardener form, deployed as `harness deploy --form gardener --real --druid` deploys it. gardenlet's
+own component code makes the Etcd resources, etcd-druid (real) makes their StatefulSets, and the
+node agents run each pod in a sandbox of its own with the real etcd-backup-restore, etcd-wrapper's
+stand-in and the real etcd, configured as druid generated it; the reference's kube-apiservers store
+the shoot's objects there. Judged by what druid itself reports, by the members and by the shoot API."""
 
 from __future__ import annotations
 
@@ -15,11 +17,13 @@ from kubernetes import client as k8s
 
 from harness import netns
 from harness.errors import WaitTimeout
-from harness.kube import backup_restore, cluster, druid, gardenlet
-from harness.kube.resource_manager import as_new
+from harness.kube import cluster, druid, druid_pods
+from harness.probes.shoot_api import ShootApiClient, ShootApiError, load_balancer, shoot_pki
+from harness.providers.base import reach
 from harness.providers.local.region import LocalEnvironment, LocalRegion
-from harness.providers.local.seed.kubernetes import STORAGE_CLASS, control_plane
-from harness.reference.render import ReferenceSpec, render
+from harness.providers.local.seed.kubernetes import control_plane
+from harness.reference.deploy import deploy, undeploy
+from harness.reference.render import ReferenceSpec
 from harness.wait import wait_for
 from tests.integration.conftest import config_for, namespaces
 from tests.kube.kube_support import processes_mentioning
@@ -27,46 +31,40 @@ from tests.kube.kube_support import processes_mentioning
 pytestmark = [pytest.mark.kube, pytest.mark.region]
 NS = "shoot--harness--druid-pods"
 ETCDS = ("etcd-main", "etcd-events")
-# The class gardenlet's Etcd resources name, as gardenlet's seed system component makes it
-# (gardener pkg/component/seed/system: gardenletManagedPriorityClasses).
-PRIORITY_CLASS = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                  "metadata": {"name": "gardener-system-500"}, "value": 999998500,
-                  "description": "PriorityClass for Shoot control plane components"}
-
-
-def _volumes(zones: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Two zonal volumes per zone, as large as gardenlet's claims (etcd-main's 25Gi)."""
-    return [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{NS}-{zone}-{i}"},
-             "spec": {"capacity": {"storage": "25Gi"}, "accessModes": ["ReadWriteOnce"],
-                      "storageClassName": STORAGE_CLASS, "persistentVolumeReclaimPolicy": "Retain",
-                      "hostPath": {"path": f"/var/lib/ha-harness/volumes/{NS}-{zone}-{i}"},
-                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                          {"key": cluster.ZONE_LABEL, "operator": "In", "values": [zone]}]}]}}}}
-            for zone in zones for i in range(2)]
+# A new druid cluster is Ready about 2.5 minutes after its Etcd resources (docs/guides/reference.md);
+# the kube-apiservers serve once etcd-main does.
+DEPLOY_TIMEOUT_S = 420.0
 
 
 @pytest.fixture(scope="module")
 def running() -> Iterator[tuple[LocalEnvironment, Any]]:
-    backup_restore.binary()  # built once, before the pods ask for it
+    """The reference in the gardener form, running for real, its etcds gardenlet's Etcd resources
+    that etcd-druid makes, as `harness deploy --form gardener --real --druid` deploys it."""
     region = LocalRegion(config_for("dp"))
     region.down()
     env = region.up()
     try:
         seed = region.seed(env)
-        cp = control_plane(env)
-        druid.start(cp, cp.workdir / "etcd-druid")
-        api = cluster.connect(seed.kube)
-        namespace = render(ReferenceSpec("zone", env.zones, "gardener", namespace=NS))[0]
-        cluster.apply(api, [namespace, PRIORITY_CLASS, *_volumes(env.zones)])
-        # gardenlet's objects, with the etcds' JSON gateway on for the harness's client.
-        cluster.apply(api, [as_new(o) for o in druid.with_gateway(gardenlet.etcd_objects(NS, "zone"))])
-        yield env, api
+        env.start_resource_manager()
+        env.start_etcd_druid()
+        deploy(seed, ReferenceSpec("zone", env.zones, "gardener", NS, seed.storage_class, real=True, druid=True),
+               DEPLOY_TIMEOUT_S)
+        yield env, cluster.connect(seed.kube)
+        # Removed as `harness undeploy` removes it: the Etcd resources first (druid's finalizer
+        # let go), the namespace and its volumes gone.
+        undeploy(seed, NS, 120.0)
+        assert _etcd_resources(cluster.connect(seed.kube)) == []
     finally:
         workdir = env.config.state_dir / "dp"
         region.down()
         assert processes_mentioning(str(workdir)) == [], "no druid pod's container left"
         assert [p for n in env.nodes for p in netns.pod_pids(env.names.node_ns(n.name))] == [], "no pod sandbox left"
         assert namespaces("dp") == []
+
+
+def _etcd_resources(api: Any) -> list[str]:
+    items = k8s.CustomObjectsApi(api).list_namespaced_custom_object("druid.gardener.cloud", "v1alpha1", NS, "etcds")
+    return [i["metadata"]["name"] for i in items["items"]]
 
 
 def _etcd(api: Any, name: str) -> dict[str, Any]:
@@ -124,13 +122,63 @@ def _members_answer(etcd: Any, api: Any, timeout: float) -> None:
         raise AssertionError(f"{e}; the pods: {pods}") from None
 
 
+def _druids_pods(core: Any) -> dict[str, str]:
+    """etcd-druid's pods (the members) by name, each with its uid."""
+    return {p.metadata.name: p.metadata.uid
+            for p in core.list_namespaced_pod(NS, label_selector="=".join(druid_pods.MANAGED_BY)).items}
+
+
+def _shoot_write(env: LocalEnvironment, zone: str, name: str, timeout: float) -> int:
+    """A ConfigMap created through the shoot API's load balancer by a client in `zone`, retried
+    until the API takes it; its resourceVersion (etcd-main's revision of the write)."""
+    import tempfile
+    from pathlib import Path
+
+    seed = LocalRegion(config_for("dp")).seed(env)
+    address = load_balancer(seed, NS)
+    host, port, ns = reach(env, zone, address, 443)
+    with tempfile.TemporaryDirectory() as tmp:
+        client = ShootApiClient(address, ns, shoot_pki(seed, NS, Path(tmp)), 2.0,
+                                None if (host, port) == (address, 443) else (host, port))
+
+        def create() -> int | str:
+            try:
+                _, made = client.call("POST", "/api/v1/namespaces/default/configmaps",
+                                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+            except ShootApiError as e:
+                return str(e)
+            return int(made["metadata"]["resourceVersion"])
+
+        try:
+            return wait_for(create, lambda got: isinstance(got, int),
+                            f"the shoot API to take ConfigMap {name} from zone {zone}", timeout, interval=1.0)
+        finally:
+            client.close()
+
+
+def test_the_shoot_api_is_served_from_druids_etcd_main(running: tuple[LocalEnvironment, Any]) -> None:
+    """The reference's kube-apiservers store the shoot's objects in the etcd-main etcd-druid runs:
+    a ConfigMap created through the load balancer is under its registry key in every member."""
+    from harness.providers.local.seed.shoot import ShootEtcd
+
+    env, api = running
+    revision = _shoot_write(env, env.zones[0], "through-druid", 60.0)
+    etcd = ShootEtcd(env, LocalRegion(config_for("dp")).seed(env), NS, "etcd-main")
+    _members_answer(etcd, api, 60.0)
+    for member in etcd.members:
+        stored = etcd.client(member.name).get("/registry/configmaps/default/through-druid", serializable=True)
+        assert stored is not None and b"through-druid" in stored, (member.name, stored)
+    assert max(st.revision for st in etcd.status().values() if not isinstance(st, str)) >= revision
+
+
 def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_changes_nothing(
         running: tuple[LocalEnvironment, Any]) -> None:
     """The region's zone-outage fault, as the features inject it, on druid's pods, in the leader's
     zone: the harness reaches etcd-main's members as any shoot etcd's (ShootEtcd, with the client
     certificate from druid's Secrets); the two members outside the cut zone elect a leader and take
     a write; druid killed and started again meanwhile deletes and recreates nothing and keeps
-    reporting the etcd Ready (quorate); after the heal the cut member has caught up and every
+    reporting the etcd Ready (quorate); the shoot API takes a write through a zone that stayed (its
+    kube-apiservers there reach the two members left); after the heal the cut member has caught up and every
     member is ready again."""
     from harness.faults.runner import FaultRunner
     from harness.providers.local.seed.shoot import ShootEtcd
@@ -144,7 +192,7 @@ def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_ch
     assert leader is not None
     etcd.client(leader).put("before-outage", "kept")
     core = k8s.CoreV1Api(api)
-    uids = {p.metadata.name: p.metadata.uid for p in core.list_namespaced_pod(NS).items}
+    uids = _druids_pods(core)
     cut = etcd.member(leader).zone
     rest = [m.name for m in etcd.members if m.zone != cut]
     runner = FaultRunner(env, Timeline())
@@ -155,14 +203,14 @@ def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_ch
                               "among them", 30.0)
         etcd.client(new_leader).put("during-outage", "written")
         assert etcd.client(rest[0]).get("before-outage") == b"kept"
-        cp = control_plane(env)
-        os.kill(cp.records[druid.NAME].pid, signal.SIGKILL)
-        druid.start(cp, cp.workdir / "etcd-druid")
+        _shoot_write(env, next(z for z in env.zones if z != cut), "during-outage", 60.0)
+        os.kill(control_plane(env).records[druid.NAME].pid, signal.SIGKILL)
+        assert env.start_etcd_druid()
         for _ in range(10):  # druid reconciles what it finds on start: watch it do so
             status = _etcd(api, "etcd-main").get("status", {})
             assert _condition(status, "Ready") == "True", status.get("conditions")
             time.sleep(1.0)
-        assert {p.metadata.name: p.metadata.uid for p in core.list_namespaced_pod(NS).items} == uids
+        assert _druids_pods(core) == uids
     finally:
         runner.heal(active)
     _members_answer(etcd, api, 120.0)

@@ -820,3 +820,31 @@ def test_etcd_pods_are_known_by_the_renderers_labels_and_by_those_gardenlet_give
     assert component_of({**druid, "role": "main"}) == "etcd-main"
     assert component_of({"app": "etcd-statefulset", "instance": "etcd-main", "role": "main"}) == "etcd-main"
     assert component_of({"app": "etcd-statefulset", "role": "main"}) is None  # neither the renderer's nor druid's
+
+
+# ---------------------------------------------------------------- etcd-druid runs the etcds
+
+
+def test_etcd_druid_runs_the_etcds_of_the_gardener_form_running_for_real_only() -> None:
+    for form, real in (("gep20", True), ("conventions", True), ("gardener", False)):
+        with pytest.raises(ConfigError, match="etcd-druid runs the etcds of the gardener form running for real"):
+            ReferenceSpec("zone", SEED[:3], form, real=real, druid=True)
+    with pytest.raises(ConfigError, match="member count and backups are not the harness's"):
+        ReferenceSpec("zone", SEED[:3], "gardener", real=True, druid=True, etcd_members=5)
+
+
+def test_with_etcd_druid_no_etcd_object_is_rendered_and_kube_apiserver_mounts_gardenlets_secrets() -> None:
+    spec = ReferenceSpec("zone", SEED[:3], "gardener", real=True, druid=True)
+    with pytest.raises(ConfigError, match="their Secrets' names are needed"):
+        render(spec)
+    objects = render(spec, {"etcd-ca": "ca-etcd-bundle", "etcd-client-tls": "etcd-client"})
+    names = [(o["kind"], o["metadata"]["name"]) for o in objects]
+    assert not [n for n in names if n[1].startswith("etcd-")], names  # no StatefulSet, Service or budget of etcd
+    apiserver = workload(objects, "kube-apiserver")["spec"]["template"]["spec"]
+    assert apiserver["volumes"] == [{"name": "etcd-ca", "secret": {"secretName": "ca-etcd-bundle"}},
+                                    {"name": "etcd-client-tls", "secret": {"secretName": "etcd-client"}}]
+
+
+def test_the_volume_pool_takes_the_size_of_druids_claims() -> None:
+    spec = ReferenceSpec("zone", SEED[:3], "gardener", real=True, druid=True)
+    assert {pv["spec"]["capacity"]["storage"] for pv in volume_pool(spec, "25Gi")} == {"25Gi"}

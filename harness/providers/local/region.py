@@ -414,6 +414,16 @@ class LocalEnvironment(RegionRecord):
 
         return resource_manager_state(self)
 
+    def start_etcd_druid(self) -> bool:
+        from harness.providers.local.seed.etcd_druid import start_etcd_druid
+
+        return start_etcd_druid(self)
+
+    def stop_etcd_druid(self) -> list[str]:
+        from harness.providers.local.seed.etcd_druid import stop_etcd_druid
+
+        return stop_etcd_druid(self)
+
     # -- the local cloud ----------------------------------------------------
     def start_machine_controllers(self, health_timeout_s: float, drain_timeout_s: float) -> str:
         from harness.providers.local.seed.machines import start_machine_controllers

@@ -20,19 +20,20 @@ if TYPE_CHECKING:
 STOP_GRACE_S = 5.0
 
 
-def _seed(env: RegionRecord) -> ControlPlane:
+def seed_of(env: RegionRecord, component: str = grm.NAME) -> ControlPlane:
+    """The region's seed, which is to run one of Gardener's components."""
     from harness.providers.local.seed.kubernetes import control_plane
 
     cp = control_plane(env)
     if cp is None:
-        raise EnvironmentStateError(f"region {env.spec.name!r} runs no seed for {grm.NAME}: bring it up with "
+        raise EnvironmentStateError(f"region {env.spec.name!r} runs no seed for {component}: bring it up with "
                                     "`harness up --kubernetes`")
     return cp
 
 
 def start_resource_manager(env: RegionRecord) -> bool:
     """Running, its webhooks registered; False when it already was."""
-    cp = _seed(env)
+    cp = seed_of(env)
     if grm.NAME in cp.running() and grm.calls_ha_webhook(KubeAccess(cp.kubeconfig)):
         return False
     grm.start(cp, cp.zones, cp.workdir / grm.NAME)
@@ -41,18 +42,18 @@ def start_resource_manager(env: RegionRecord) -> bool:
 
 def stop_resource_manager(env: RegionRecord) -> list[str]:
     """Its webhook configurations removed, then the process stopped; what was done."""
-    cp = _seed(env)
+    cp = seed_of(env)
     return grm.unregister(KubeAccess(cp.kubeconfig)) + _stop(cp)
 
 
 def kill_resource_manager(env: RegionRecord) -> list[str]:
     """The process stopped, its webhook configurations left registered (the fault
     resource-manager-down); what was done."""
-    return [f"{done}; its webhooks stay registered" for done in _stop(_seed(env))]
+    return [f"{done}; its webhooks stay registered" for done in _stop(seed_of(env))]
 
 
 def resource_manager_state(env: RegionRecord) -> dict[str, bool]:
-    cp = _seed(env)
+    cp = seed_of(env)
     return {"running": grm.NAME in cp.running(), "registered": grm.calls_ha_webhook(KubeAccess(cp.kubeconfig))}
 
 
