@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness.config import load_config  # noqa: E402
 from harness.faults.runner import FaultRunner  # noqa: E402
-from harness.kube import cluster, placement  # noqa: E402
+from harness.errors import HarnessError  # noqa: E402
+from harness.kube import cluster, druid, placement  # noqa: E402
 from harness.providers.local.region import LocalRegion  # noqa: E402
 from harness.reference.deploy import deploy  # noqa: E402
 from harness.reference.render import ReferenceSpec  # noqa: E402
@@ -35,13 +36,10 @@ NAMESPACE, ZONE = "shoot--bench--druid", "zone-a"
 
 def druid_view(api: Any) -> Any:
     """etcd-main's status as druid writes it: (ready, ready replicas, conditions, members)."""
-    from kubernetes import client as k8s
-
     try:
-        st = k8s.CustomObjectsApi(api).get_namespaced_custom_object(
-            "druid.gardener.cloud", "v1alpha1", NAMESPACE, "etcds", "etcd-main").get("status") or {}
-    except Exception as e:  # noqa: BLE001 - a failed read is printed as what was seen
-        return f"unreadable: {type(e).__name__}"
+        st = druid.etcd_status(api, NAMESPACE, "etcd-main")
+    except HarnessError as e:  # a failed read is printed as what was seen
+        return f"unreadable: {e}"
     return (st.get("ready"), st.get("readyReplicas"), {c["type"]: c["status"] for c in st.get("conditions") or []},
             {m["name"]: m.get("status") for m in st.get("members") or []})
 

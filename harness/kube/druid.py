@@ -38,6 +38,7 @@ PRIORITY_CLASS = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                   "metadata": {"name": "gardener-system-500"}, "value": 999998500,
                   "description": "PriorityClass for Shoot control plane components"}
 CRD = "etcds.druid.gardener.cloud"
+ETCDS_API = ("druid.gardener.cloud", "v1alpha1", "etcds")  # group, version, plural of the Etcd resources
 # What gardenlet sets on an Etcd before deleting it (gardener pkg/utils/gardener: ConfirmDeletion).
 DELETION_CONFIRMATION = "confirmation.gardener.cloud/deletion"
 
@@ -116,9 +117,9 @@ def release(api: Any, namespace: str) -> list[str]:
     from kubernetes import client as k8s
 
     custom = k8s.CustomObjectsApi(api)
-    group, version = "druid.gardener.cloud", "v1alpha1"
+    group, version, plural = ETCDS_API
     try:
-        items = custom.list_namespaced_custom_object(group, version, namespace, "etcds")["items"]
+        items = custom.list_namespaced_custom_object(group, version, namespace, plural)["items"]
     except k8s.ApiException as e:
         if e.status == 404:  # no such resource on this seed: nothing of druid's
             return []
@@ -129,24 +130,29 @@ def release(api: Any, namespace: str) -> list[str]:
         for call, args in ((custom.patch_namespaced_custom_object, (confirmed,)),
                            (custom.delete_namespaced_custom_object, ())):
             try:
-                call(group, version, namespace, "etcds", name, *args)
+                call(group, version, namespace, plural, name, *args)
             except k8s.ApiException as e:
                 if e.status != 404:
                     raise
     return [i["metadata"]["name"] for i in items]
 
 
+def etcd_status(api: Any, namespace: str, name: str) -> dict[str, Any]:
+    """An `Etcd` resource's status as etcd-druid wrote it (empty before its first)."""
+    from kubernetes import client as k8s
+
+    group, version, plural = ETCDS_API
+    with cluster.api_errors(f"reading the Etcd {namespace}/{name}"):
+        return k8s.CustomObjectsApi(api).get_namespaced_custom_object(group, version, namespace, plural,
+                                                                     name).get("status") or {}
+
+
 def not_ready(api: Any, namespace: str, names: list[str]) -> list[str]:
     """Those of the `Etcd` resources whose status etcd-druid has not reported Ready yet (gardenlet
     waits for that before it deploys kube-apiserver), each with what druid says of it."""
-    from kubernetes import client as k8s
-
-    custom = k8s.CustomObjectsApi(api)
     left = []
     for name in names:
-        with cluster.api_errors(f"reading the Etcd {namespace}/{name}"):
-            status = custom.get_namespaced_custom_object("druid.gardener.cloud", "v1alpha1", namespace, "etcds",
-                                                         name).get("status") or {}
+        status = etcd_status(api, namespace, name)
         if not status.get("ready"):
             left.append(f"{name} ({status.get('readyReplicas') or 0} ready replicas)")
     return left

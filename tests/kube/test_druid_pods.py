@@ -63,16 +63,13 @@ def running() -> Iterator[tuple[LocalEnvironment, Any]]:
 
 
 def _etcd_resources(api: Any) -> list[str]:
-    items = k8s.CustomObjectsApi(api).list_namespaced_custom_object("druid.gardener.cloud", "v1alpha1", NS, "etcds")
-    return [i["metadata"]["name"] for i in items["items"]]
-
-
-def _etcd(api: Any, name: str) -> dict[str, Any]:
-    return k8s.CustomObjectsApi(api).get_namespaced_custom_object("druid.gardener.cloud", "v1alpha1", NS, "etcds", name)
+    group, version, plural = druid.ETCDS_API
+    return [i["metadata"]["name"] for i in k8s.CustomObjectsApi(api).list_namespaced_custom_object(
+        group, version, NS, plural)["items"]]
 
 
 def _statuses(api: Any) -> dict[str, Any]:
-    return {name: _etcd(api, name).get("status", {}) for name in ETCDS}
+    return {name: druid.etcd_status(api, NS, name) for name in ETCDS}
 
 
 def _condition(status: dict[str, Any], kind: str) -> str | None:
@@ -207,7 +204,7 @@ def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_ch
         os.kill(control_plane(env).records[druid.NAME].pid, signal.SIGKILL)
         assert env.start_etcd_druid()
         for _ in range(10):  # druid reconciles what it finds on start: watch it do so
-            status = _etcd(api, "etcd-main").get("status", {})
+            status = druid.etcd_status(api, NS, "etcd-main")
             assert _condition(status, "Ready") == "True", status.get("conditions")
             time.sleep(1.0)
         assert _druids_pods(core) == uids
