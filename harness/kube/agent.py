@@ -130,6 +130,16 @@ class NotYet(Exception):
     """The pod cannot be started yet (peers unscheduled, address still held); retried."""
 
 
+def ip_base(pod: Any) -> int | None:
+    """Where the fixed addresses of a pod's (or pod template's) StatefulSet begin in its zone's
+    subnet, member k at base + k: the renderer's annotation, or for etcd-druid's pods the base of
+    the reference's member of the same etcd (druid_pods.address_base); None for other pods."""
+    base = (pod.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
+    if base is not None:
+        return int(base)
+    return druid_pods.address_base(pod) if druid_pods.is_druid_pod(pod) else None
+
+
 @dataclass(frozen=True)
 class ClientUrl:
     """A member's client URL; `name` when the URL holds its name, not its `address` (etcd-druid's
@@ -328,12 +338,10 @@ class Agent:
         return record.to_dict()
 
     def _address(self, pod: Any) -> str:
-        base = (pod.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
-        if base is None and druid_pods.is_druid_pod(pod):
-            base = druid_pods.address_base(pod)
+        base = ip_base(pod)
         if base is not None:
             ordinal = int(pod.metadata.name.rsplit("-", 1)[1])
-            return f"{self.subnets[self.args.zone]}.{int(base) + ordinal}"
+            return f"{self.subnets[self.args.zone]}.{base + ordinal}"
         taken = {r.ip for r in self.running.values()}
         free = [ip for ip in self.pool if ip not in taken]
         if not free:
@@ -666,18 +674,17 @@ class Agent:
                 return []
             raise
         template = spec.template
-        druid = druid_pods.is_druid_pod(template)
-        base = druid_pods.address_base(template) if druid else (template.metadata.annotations or {}).get(IP_BASE_ANNOTATION)
+        base = ip_base(template)
         if base is None:
             return []
-        mounted = etcd_tls.mounted(template.spec)
-        scheme = "https" if any(names[1] in mounted for names in etcd_tls.CLIENT_SIDE_VOLUMES) else "http"
+        druid = druid_pods.is_druid_pod(template)
+        scheme = "https" if etcd_tls.client_side_volumes(etcd_tls.mounted(template.spec)) else "http"
         urls: list[ClientUrl] = []
         for k in range(spec.replicas or 0):
             zone = self._zone_of(namespace, f"{sts}-{k}")
             if zone is not None:
                 if zones is None or zone in zones:
-                    address = f"{self.subnets[zone]}.{int(base) + k}"
+                    address = f"{self.subnets[zone]}.{base + k}"
                     name = f"{sts}-{k}.{spec.service_name}.{namespace}.svc" if druid else None
                     urls.append(ClientUrl(f"{scheme}://{name or address}:2379", address, name))
             elif not self._unschedulable(namespace, f"{sts}-{k}"):

@@ -63,6 +63,13 @@ def mounted(pod_spec: Any) -> dict[str, str]:
     return {v.name: v.secret.secret_name for v in pod_spec.volumes or [] if v.secret is not None}
 
 
+def client_side_volumes(by_volume: dict[str, str]) -> tuple[str, str, str] | None:
+    """The names (CA, serving certificate, client certificate) of the client side's volumes, under
+    the names of whichever etcd-druid release the pod's serving certificate volume has; None when
+    it mounts none: its members serve plain HTTP."""
+    return next((names for names in CLIENT_SIDE_VOLUMES if names[1] in by_volume), None)
+
+
 def write_secret(core: Any, namespace: str, name: str, directory: Path, timeout: float | None = None) -> dict[str, Path]:
     """A Secret's keys as files in `directory` (private), as a kubelet mounts it; key -> path.
 
@@ -100,7 +107,7 @@ def client_tls(api: Any, namespace: str, statefulset: str, directory: Path) -> E
 
     template = k8s.AppsV1Api(api).read_namespaced_stateful_set(statefulset, namespace).spec.template.spec
     by_volume = mounted(template)
-    names = next((n for n in CLIENT_SIDE_VOLUMES if n[1] in by_volume), None)
+    names = client_side_volumes(by_volume)
     if names is None:
         return None
     ca_volume, _, client_volume = names

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.kube import druid
-from harness.processes import terminate
-from harness.providers.local.seed.resource_manager import STOP_GRACE_S, seed_of
+from harness.providers.local.seed.resource_manager import seed_of, stop_component
 
 if TYPE_CHECKING:
     from harness.providers.local.core import RegionRecord
@@ -25,8 +24,4 @@ def start_etcd_druid(env: RegionRecord) -> bool:
 
 def stop_etcd_druid(env: RegionRecord) -> list[str]:
     """The process stopped (its CRDs stay, as on a seed); what was done."""
-    record = seed_of(env, druid.NAME).records.get(druid.NAME)
-    if record is None or not record.alive():
-        return []
-    terminate(record, STOP_GRACE_S)
-    return [f"stopped {druid.NAME}"]
+    return stop_component(seed_of(env, druid.NAME), druid.NAME)

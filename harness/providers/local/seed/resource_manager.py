@@ -43,13 +43,13 @@ def start_resource_manager(env: RegionRecord) -> bool:
 def stop_resource_manager(env: RegionRecord) -> list[str]:
     """Its webhook configurations removed, then the process stopped; what was done."""
     cp = seed_of(env)
-    return grm.unregister(KubeAccess(cp.kubeconfig)) + _stop(cp)
+    return grm.unregister(KubeAccess(cp.kubeconfig)) + stop_component(cp)
 
 
 def kill_resource_manager(env: RegionRecord) -> list[str]:
     """The process stopped, its webhook configurations left registered (the fault
     resource-manager-down); what was done."""
-    return [f"{done}; its webhooks stay registered" for done in _stop(seed_of(env))]
+    return [f"{done}; its webhooks stay registered" for done in stop_component(seed_of(env))]
 
 
 def resource_manager_state(env: RegionRecord) -> dict[str, bool]:
@@ -57,9 +57,10 @@ def resource_manager_state(env: RegionRecord) -> dict[str, bool]:
     return {"running": grm.NAME in cp.running(), "registered": grm.calls_ha_webhook(KubeAccess(cp.kubeconfig))}
 
 
-def _stop(cp: ControlPlane) -> list[str]:
-    record = cp.records.get(grm.NAME)
+def stop_component(cp: ControlPlane, name: str = grm.NAME) -> list[str]:
+    """One of Gardener's components on the seed stopped, if it runs; what was done."""
+    record = cp.records.get(name)
     if record is None or not record.alive():
         return []
     terminate(record, STOP_GRACE_S)
-    return [f"stopped {grm.NAME}"]
+    return [f"stopped {name}"]
