@@ -41,6 +41,9 @@ CRD = "etcds.druid.gardener.cloud"
 ETCDS_API = ("druid.gardener.cloud", "v1alpha1", "etcds")  # group, version, plural of the Etcd resources
 # What gardenlet sets on an Etcd before deleting it (gardener pkg/utils/gardener: ConfirmDeletion).
 DELETION_CONFIRMATION = "confirmation.gardener.cloud/deletion"
+# druid's finalizer, on each Etcd and on every Secret an Etcd names (etcd-druid api/common:
+# EtcdFinalizerName; its secret controller removes it once no Etcd names the Secret).
+FINALIZER = "druid.gardener.cloud/etcd-druid"
 
 
 class DruidError(gardenlet.GardenletError):
@@ -109,14 +112,14 @@ def has_crds(kube: KubeAccess) -> bool:
 
 
 def release(api: Any, namespace: str) -> list[str]:
-    """Every `Etcd` resource of `namespace` deleted without waiting for etcd-druid (its finalizer
-    removed): the reference's undeploy removes what druid made itself, and a namespace whose Etcd
-    keeps a finalizer nobody removes (druid stopped) would never go. Each is first annotated as
-    gardenlet annotates it, since Gardener's crd-deletion-protection webhook refuses the deletion
-    otherwise. The names deleted."""
+    """Every `Etcd` resource of `namespace` deleted without waiting for etcd-druid, and druid's
+    finalizer taken off the Secrets they named: the reference's undeploy removes what druid made
+    itself, and a namespace holding a finalizer nobody removes (druid stopped or crashed) would
+    never go. Each Etcd is first annotated as gardenlet annotates it, since Gardener's
+    crd-deletion-protection webhook refuses the deletion otherwise. The Etcds' names."""
     from kubernetes import client as k8s
 
-    custom = k8s.CustomObjectsApi(api)
+    custom, core = k8s.CustomObjectsApi(api), k8s.CoreV1Api(api)
     group, version, plural = ETCDS_API
     try:
         items = custom.list_namespaced_custom_object(group, version, namespace, plural)["items"]
@@ -129,12 +132,25 @@ def release(api: Any, namespace: str) -> list[str]:
         confirmed = {"metadata": {"finalizers": None, "annotations": {DELETION_CONFIRMATION: "true"}}}
         for call, args in ((custom.patch_namespaced_custom_object, (confirmed,)),
                            (custom.delete_namespaced_custom_object, ())):
-            try:
-                call(group, version, namespace, plural, name, *args)
-            except k8s.ApiException as e:
-                if e.status != 404:
-                    raise
+            _unless_gone(call, group, version, namespace, plural, name, *args)
+    for secret in core.list_namespaced_secret(namespace).items:  # no Etcd names them any more
+        held = secret.metadata.finalizers or []
+        if FINALIZER in held:
+            rest = [f for f in held if f != FINALIZER] or None
+            _unless_gone(core.patch_namespaced_secret, secret.metadata.name, namespace,
+                         {"metadata": {"finalizers": rest}})
     return [i["metadata"]["name"] for i in items]
+
+
+def _unless_gone(call: Any, *args: Any) -> None:
+    """call(*args), a 404 (already gone) taken as done."""
+    from kubernetes import client as k8s
+
+    try:
+        call(*args)
+    except k8s.ApiException as e:
+        if e.status != 404:
+            raise
 
 
 def etcd_status(api: Any, namespace: str, name: str) -> dict[str, Any]:

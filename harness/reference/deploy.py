@@ -311,8 +311,9 @@ def undeploy(seed: Seed, namespace: str, timeout: float, wait_namespace: bool = 
                     _ignore_missing(core.delete_persistent_volume, pv.metadata.name)
                 if claimed or pooled:
                     left.append(f"volume {pv.metadata.name}")
-            if wait_namespace and namespace in [ns.metadata.name for ns in core.list_namespace().items]:
-                left.append(f"namespace {namespace}")
+            if wait_namespace:
+                left += [f"namespace {namespace}{_holding(ns)}" for ns in core.list_namespace().items
+                         if ns.metadata.name == namespace]
             if seed.real_pods:  # pods deleted at once: their processes may still be stopping
                 # (a node that is not Ready cannot say so, and is cut off from its peers anyway)
                 left += [f"processes on node {n.metadata.name}" for n in core.list_node().items
@@ -322,6 +323,14 @@ def undeploy(seed: Seed, namespace: str, timeout: float, wait_namespace: bool = 
 
     wait_for(leftovers, lambda left: not left, f"the reference in {namespace} and its volumes to be gone", timeout, interval=0.25)
     return [f"namespace {namespace}"] if namespace in names else []
+
+
+def _holding(namespace: Any) -> str:
+    """What the namespace controller says keeps a terminating namespace ("" when nothing yet):
+    content left, or finalizers on it nobody removes."""
+    said = [c.message for c in (namespace.status.conditions if namespace.status else None) or []
+            if c.status == "True" and c.type in ("NamespaceContentRemaining", "NamespaceFinalizersRemaining")]
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def await_namespace_gone(api: Any, namespace: str, timeout: float) -> None:

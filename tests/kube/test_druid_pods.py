@@ -50,8 +50,8 @@ def running() -> Iterator[tuple[LocalEnvironment, Any]]:
         deploy(seed, ReferenceSpec("zone", env.zones, "gardener", NS, seed.storage_class, real=True, druid=True),
                DEPLOY_TIMEOUT_S)
         yield env, cluster.connect(seed.kube)
-        # Removed as `harness undeploy` removes it: the Etcd resources first (druid's finalizer
-        # let go), the namespace and its volumes gone.
+        # Removed as `harness undeploy` removes it (the last test already did, druid crashed): the
+        # Etcd resources first (druid's finalizer let go), the namespace and its volumes gone.
         undeploy(seed, NS, 120.0)
         assert _etcd_resources(cluster.connect(seed.kube)) == []
     finally:
@@ -123,6 +123,14 @@ def _druids_pods(core: Any) -> dict[str, str]:
     """etcd-druid's pods (the members) by name, each with its uid."""
     return {p.metadata.name: p.metadata.uid
             for p in core.list_namespaced_pod(NS, label_selector="=".join(druid_pods.MANAGED_BY)).items}
+
+
+def _crash_druid(env: LocalEnvironment) -> None:
+    """etcd-druid killed as a crash kills it, and gone (a signal is delivered asynchronously: the
+    process may still be exiting when kill returns)."""
+    cp = control_plane(env)
+    os.kill(cp.records[druid.NAME].pid, signal.SIGKILL)
+    wait_for(cp.running, lambda running: druid.NAME not in running, "the killed etcd-druid to be gone", 10.0)
 
 
 def _shoot_write(env: LocalEnvironment, zone: str, name: str, timeout: float) -> int:
@@ -201,7 +209,7 @@ def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_ch
         etcd.client(new_leader).put("during-outage", "written")
         assert etcd.client(rest[0]).get("before-outage") == b"kept"
         _shoot_write(env, next(z for z in env.zones if z != cut), "during-outage", 60.0)
-        os.kill(control_plane(env).records[druid.NAME].pid, signal.SIGKILL)
+        _crash_druid(env)
         assert env.start_etcd_druid()
         for _ in range(10):  # druid reconciles what it finds on start: watch it do so
             status = druid.etcd_status(api, NS, "etcd-main")
@@ -213,3 +221,17 @@ def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_ch
     _members_answer(etcd, api, 120.0)
     assert etcd.client(leader).get("during-outage", serializable=True) == b"written"  # the cut member caught up
     _await_all_ready(api, 120.0)
+
+
+def test_undeploy_after_etcd_druid_crashed_leaves_nothing(running: tuple[LocalEnvironment, Any]) -> None:
+    """`harness undeploy` (and a scenario's teardown) after etcd-druid crashed: the Secrets the Etcds
+    name still carry druid's finalizer, which druid would have taken off once the Etcds were gone;
+    undeploy lets go of it, so the namespace goes. (The fixture's own undeploy then finds nothing.)"""
+    env, api = running
+    _crash_druid(env)
+    held = [s.metadata.name for s in k8s.CoreV1Api(api).list_namespaced_secret(NS).items
+            if druid.FINALIZER in (s.metadata.finalizers or [])]
+    assert held, "druid put its finalizer on the Secrets its Etcds name"
+    undeploy(LocalRegion(config_for("dp")).seed(env), NS, 120.0)
+    assert _etcd_resources(api) == []
+    assert NS not in [n.metadata.name for n in k8s.CoreV1Api(api).list_namespace().items]

@@ -21,7 +21,7 @@ from harness.kube import placement
 from harness.kube.placement import PodPlacement
 from harness.reference import conventions as conv
 from harness.reference.conventions import Deviation
-from harness.reference.deploy import POOL_LABEL, settled, volume_pool
+from harness.reference.deploy import POOL_LABEL, _holding, settled, volume_pool
 from harness.components import COMPONENTS
 from harness.reference.render import ReferenceSpec, render, replicas, to_yaml
 
@@ -848,3 +848,18 @@ def test_with_etcd_druid_no_etcd_object_is_rendered_and_kube_apiserver_mounts_ga
 def test_the_volume_pool_takes_the_size_of_druids_claims() -> None:
     spec = ReferenceSpec("zone", SEED[:3], "gardener", real=True, druid=True)
     assert {pv["spec"]["capacity"]["storage"] for pv in volume_pool(spec, "25Gi")} == {"25Gi"}
+
+
+def test_a_namespace_left_terminating_says_what_holds_it() -> None:
+    """undeploy's wait names what the namespace controller reports keeping a namespace (a finalizer
+    nobody removes), not only that it is still there."""
+    from kubernetes.client import V1Namespace, V1NamespaceCondition, V1NamespaceStatus
+
+    held = V1Namespace(status=V1NamespaceStatus(conditions=[
+        V1NamespaceCondition(type="NamespaceDeletionDiscoveryFailure", status="False", message="All resources discovered"),
+        V1NamespaceCondition(type="NamespaceFinalizersRemaining", status="True",
+                             message="Some content in the namespace has finalizers remaining: "
+                                     "druid.gardener.cloud/etcd-druid in 2 resource instances")]))
+    assert _holding(held) == (" (Some content in the namespace has finalizers remaining: "
+                              "druid.gardener.cloud/etcd-druid in 2 resource instances)")
+    assert _holding(V1Namespace(status=V1NamespaceStatus(phase="Terminating"))) == ""
