@@ -13,7 +13,6 @@ the conditions, each member's status; and when etcd-main's pods were all Running
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from harness.config import load_config  # noqa: E402
 from harness.faults.runner import FaultRunner  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
 from harness.kube import cluster, druid, placement  # noqa: E402
+from harness.probes.etcd_status import read_of  # noqa: E402
 from harness.providers.local.region import LocalRegion  # noqa: E402
 from harness.reference.deploy import deploy  # noqa: E402
 from harness.reference.render import ReferenceSpec  # noqa: E402
@@ -34,14 +34,12 @@ from harness.timeline import Timeline  # noqa: E402
 NAMESPACE, ZONE = "shoot--bench--druid", "zone-a"
 
 
-def druid_view(api: Any) -> Any:
-    """etcd-main's status as druid writes it: (ready, ready replicas, conditions, members)."""
+def druid_view(api: Any) -> str:
+    """etcd-main's status as druid writes it, in a line (harness.probes.etcd_status)."""
     try:
-        st = druid.etcd_status(api, NAMESPACE, "etcd-main")
+        return read_of(0.0, "etcd-main", druid.etcd_status(api, NAMESPACE, "etcd-main")).says()
     except HarnessError as e:  # a failed read is printed as what was seen
         return f"unreadable: {e}"
-    return (st.get("ready"), st.get("readyReplicas"), {c["type"]: c["status"] for c in st.get("conditions") or []},
-            {m["name"]: m.get("status") for m in st.get("members") or []})
 
 
 def pods_ready(api: Any) -> bool:
@@ -55,7 +53,7 @@ def watch(api: Any, until: float, cut: float, healed: float | None, last: Any) -
         if now != last:
             at = time.monotonic()
             since = f"{at - cut:6.1f} s after the cut" + (f", {at - healed:6.1f} s after the heal" if healed else "")
-            print(f"{since}: {json.dumps(now)}", flush=True)
+            print(f"{since}: {now}", flush=True)
             last = now
         time.sleep(1.0)
     return last

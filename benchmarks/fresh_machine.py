@@ -1,7 +1,10 @@
 """What `make test` or `make run` costs from a clean clone: on a fresh machine (empty caches) or
-on a warm one (this machine's caches).
+on a warm one (this machine's caches); or, with `--target tutorial`, the time from a fresh clone
+to the first-scenario tutorial's scenario passing, following only its page
+(docs/tutorials/first-scenario.md): `make setup`, its files written into an empty directory as
+the page shows them up to its first run, and `pytest -k outage` there with the clone's .venv.
 
-    python benchmarks/fresh_machine.py [--target test|run] [--cold] [--keep]
+    python benchmarks/fresh_machine.py [--target test|run|tutorial] [--cold] [--keep]
 
 --cold gives the clone caches of its own (XDG_CACHE_HOME: the harness's builds, Go's build cache
 and pip's; GOMODCACHE: Go's modules), empty, as on a new CI runner; the Debian packages are what
@@ -32,9 +35,34 @@ def seconds(match: re.Match[str]) -> int:
     return int(match["m"] or 0) * 60 + int(match["s"])
 
 
+TUTORIAL = ROOT / "docs" / "tutorials" / "first-scenario.md"
+TITLED = re.compile(r'```\w+ title="(?P<title>[^"]+)"\n(?P<text>.*?)```', re.S)
+OUTPUT = "pytest's output"
+
+
+def first_run_files(page: str) -> dict[str, str]:
+    """The files the tutorial has the reader write before its first run (the blocks titled with
+    a file's name before the first titled with pytest's output; one name twice adds to the file)."""
+    files: dict[str, str] = {}
+    for m in TITLED.finditer(page):
+        if m["title"] == OUTPUT:
+            break
+        files[m["title"]] = files.get(m["title"], "") + m["text"]
+    return files
+
+
+def tutorial_command(clone: Path, work: Path) -> list[str]:
+    """`make setup`, then the tutorial's first `pytest -k outage`, in a directory of its own."""
+    mine = work / "my-repo"
+    mine.mkdir()
+    for name, text in first_run_files((clone / TUTORIAL.relative_to(ROOT)).read_text()).items():  # as cloned
+        (mine / name).write_text(text)
+    return ["sh", "-c", f"make setup && cd {mine} && {clone}/.venv/bin/pytest -k outage -p no:cacheprovider"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--target", choices=("test", "run"), default="test")
+    ap.add_argument("--target", choices=("test", "run", "tutorial"), default="test")
     ap.add_argument("--cold", action="store_true", help="empty caches of the clone's own, as a fresh machine")
     ap.add_argument("--keep", action="store_true", help="keep the clone and its caches")
     args = ap.parse_args()
@@ -49,7 +77,8 @@ def main() -> int:
     began = time.monotonic()
     setup_done: float | None = None
     lines: list[str] = []
-    with subprocess.Popen(["make", args.target], cwd=clone, env=env, stdout=subprocess.PIPE,
+    command = tutorial_command(clone, work) if args.target == "tutorial" else ["make", args.target]
+    with subprocess.Popen(command, cwd=clone, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True) as make:
         assert make.stdout is not None
         for line in make.stdout:
@@ -60,7 +89,8 @@ def main() -> int:
     total = time.monotonic() - began
     log = clone / "reports" / "builds.log"
     text = "\n".join(lines) + ("\n" + log.read_text(errors="replace") if log.exists() else "")
-    print(f"\nmake {args.target} from a clean clone, {'empty caches' if args.cold else 'this machine’s caches'}: "
+    what = "make setup, then the tutorial's pytest -k outage," if args.target == "tutorial" else f"make {args.target}"
+    print(f"\n{what} from a clean clone, {'empty caches' if args.cold else 'this machine’s caches'}: "
           f"exit {make.returncode}")
     if setup_done is not None:
         print(f"  setup (venv and Debian packages)  {setup_done / 60:6.1f} min")

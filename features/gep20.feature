@@ -164,7 +164,9 @@ Feature: GEP-20's zone outage experiment, automated
     makes for a shoot of failure tolerance zone (gardener v1.145.0), and etcd-druid v0.36.4 (real)
     makes their StatefulSets, budgets and configuration; the node agents run each member's pod
     with the real etcd-backup-restore beside the real etcd. The lost zone's members are made again
-    by druid's StatefulSet and wait Pending for their zonal volumes, as the renderer's do.
+    by druid's StatefulSet and wait Pending for their zonal volumes, as the renderer's do. druid's
+    own status is a vantage too: it reports both etcds quorate throughout, and ready again, every
+    member ready, once the zone is back.
 
     Given the reference control plane with failure tolerance "zone" in the gardener form runs for real, its etcds made by etcd-druid
     And etcd-main of the shoot control plane is the etcd under test
@@ -187,8 +189,12 @@ Feature: GEP-20's zone outage experiment, automated
       | kube-apiserver | -        | Pending |
     And 1 kube-apiserver pod stays Pending because "didn't match pod topology spread constraints"
     And the longest write gap during the outage is under 5 s
+    And etcd-druid reports etcd-main quorate throughout the outage
+    And etcd-druid reports etcd-events quorate throughout the outage
     When zone "<zone>" comes back
     Then within 60 s every pod of the shoot control plane is Running
+    And within 120 s etcd-druid reports etcd-main ready with every member ready
+    And within 120 s etcd-druid reports etcd-events ready with every member ready
     And etcd-main has one member in each of 3 zones
     And kube-apiserver has one replica in each of 3 zones
     And etcd-main members end with equal HashKV

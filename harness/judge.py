@@ -99,6 +99,19 @@ def gap_at_most(gap: Any, limit: float, what: str, harness_stalled: float = 0.0,
     return float(gap.length)
 
 
+def throughout(contrary: list[str], reads: int, unread: list[tuple[float, float]], what: str) -> None:
+    """A statement every read of a window made: a read that did not (or failed), a violation;
+    none, but stretches no read covered (or no read at all), Inconclusive: never a pass."""
+    __tracebackhide__ = True
+    if contrary:
+        last = f"; the last, {contrary[-1]}" if len(contrary) > 1 else ""
+        raise ToleranceViolation(f"{what}: not at {len(contrary)} of {reads} reads; the first, {contrary[0]}{last}")
+    if unread or not reads:
+        stretches = ", ".join(f"{a:.1f}s to {b:.1f}s" for a, b in unread) or "the whole window"
+        raise Inconclusive(f"{what}: inconclusive, every one of {reads} reads said so, but nothing was read from "
+                           f"{stretches} (the harness or the API it reads stalled)")
+
+
 def equal(actual: Any, expected: Any, what: str) -> None:
     __tracebackhide__ = True
     if actual != expected:

@@ -69,6 +69,12 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
     pods = [[escape(ph["namespace"]), _fmt(ph["samples"]), _fmt(ph["errors"]),
              escape(", ".join(f"{z}: {n}" for z, n in ph["min_ready"].items())), _fmt(ph["max_pending"])]
             for ph in s.get("pod_phases", [])]
+    druid = [[escape(r["etcd"]), escape(f"reads that failed: {r['failed_reads']}")] + [""] * 4 if "failed_reads" in r else
+             [escape(r["etcd"]), _fmt(r["at"], "s"), escape(str(r["ready"])),
+              escape(f"{r['ready_replicas']} of {r['replicas']}"),
+              escape(", ".join(f"{c} {v}" for c, v in sorted((r["conditions"] or {}).items()))),
+              escape(", ".join(f"{m} {v}" for m, v in sorted((r["members"] or {}).items())))]
+             for r in s.get("etcd_status", [])]
     detected = [[escape(d["detector"]), escape(d["zone"]), escape(d["before"]), _fmt(d["detected_after_s"], "s"),
                  _fmt(d["recovered_after_s"], "s"), _fmt(d["unreadable_s"] or None, "s")]
                 for d in s.get("time_to_detect", [])]
@@ -103,6 +109,7 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
               _table(["anomaly", "details"], anomalies), _table(["placement", "pod", "zone", "node", "phase"], placement),
               _table(["pods sampled in", "samples", "failed to list", "fewest Running+ready per zone",
                       "most Pending"], pods),
+              _table(["etcd-druid reported, of", "from", "ready", "replicas ready", "conditions", "members"], druid),
               _table(["detector (time to detect, from the first fault's effect)", "zone", "before", "failing after",
                       "ok again after", "unreadable for"], detected)]
     if links:

@@ -124,6 +124,26 @@ def pod_phases(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def etcd_status(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What etcd-druid reported of each etcd (harness.probes.etcd_status), each change once with
+    when it was first read, and per etcd the reads that failed; the full series stays in the timeline."""
+    out: list[dict[str, Any]] = []
+    last: dict[str, dict[str, Any]] = {}
+    failed: dict[str, int] = {}
+    for e in events:
+        if e["kind"] != "etcd-status":
+            continue
+        data = e.get("data", {})
+        if "error" in data:
+            failed[e["name"]] = failed.get(e["name"], 0) + 1
+            continue
+        said = {k: data.get(k) for k in ("ready", "ready_replicas", "replicas", "conditions", "members")}
+        if last.get(e["name"]) != said:
+            last[e["name"]] = said
+            out.append({"etcd": e["name"], "at": e["start"], **said})
+    return out + [{"etcd": name, "failed_reads": n} for name, n in sorted(failed.items())]
+
+
 def scenario(result: dict[str, Any], timeline: dict[str, Any] | None = None) -> dict[str, Any]:
     """One scenario's summary from its result record and its timeline."""
     timeline = load_timeline(result.get("timeline")) if timeline is None else timeline
@@ -146,6 +166,7 @@ def scenario(result: dict[str, Any], timeline: dict[str, Any] | None = None) -> 
         "traffic": traffic(events),
         "anomalies": [{"name": e["name"], **e.get("data", {})} for e in events if e["kind"] == "anomaly"],
         "pod_phases": pod_phases(events),
+        "etcd_status": etcd_status(events),
         "time_to_detect": time_to_detect(timeline, windows),
         "placement": [{"name": e["name"], "pods": e["data"].get("pods", [])} for e in events if e["kind"] == "placement"],
         "timeline": result.get("timeline"),

@@ -78,6 +78,7 @@ class Shoot:
     spec: ReferenceSpec
     placed: list[PodPlacement]
     etcds: dict[str, Any] = field(default_factory=dict)  # running for real: its etcd clusters as probes see them
+    etcd_status: Any = None  # etcd-druid running its etcds: what druid reports of them (EtcdStatusSampler)
 
 
 def last_fault(timeline: Timeline) -> tuple[float | None, float | None]:

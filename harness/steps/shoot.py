@@ -10,6 +10,7 @@ from pytest_bdd import given, parsers, then, when
 from harness import judge
 from harness.errors import CapabilityMissing, ConfigError
 from harness.kube import cluster, placement
+from harness.probes.etcd_status import EtcdStatusSampler
 from harness.probes.pod_phases import PodPhaseSampler
 from harness.probes.shoot_api import NAMESPACE, ShootApiProbe, configmap_name, gone_on_read_back, read_back_errors
 from harness.providers.base import EtcdCluster, Environment, SeedBackupStore, shoot_etcd
@@ -75,6 +76,8 @@ def _run_for_real(shoots: Shoots, probes: Probes, timeline: Timeline, seed: Seed
     shoot = shoots.deploy(seed, spec, backup_store, env)
     # Pods per zone and phase on the timeline until the scenario ends (the report's pods panel).
     probes.add(PodPhaseSampler.of_seed(seed.kube, spec.namespace, timeline).start())
+    if spec.druid:  # the operator's own view of its etcds, a vantage beside the members' answers
+        shoot.etcd_status = probes.add(EtcdStatusSampler.of_seed(seed.kube, spec.namespace, ETCDS, timeline).start())
     # Taken while every member runs: a member keeps its address wherever its volume lets it go.
     shoot.etcds = {name: shoot_etcd(env, seed, spec.namespace, name) for name in ETCDS}
     for view in shoot.etcds.values():
@@ -189,6 +192,44 @@ def _(shoot: Shoot, outage: Outage, name: str, count: str) -> None:
 
     found = first_within(leader, f"{name}'s surviving members to agree on a leader", view.config.timeouts.member_ready)
     judge.holds(found is not None, f"{name}'s surviving members agree on a leader among them", seen=view.status())
+
+
+def _druid_status(shoot: Shoot, name: str) -> EtcdStatusSampler:
+    component(name)
+    if shoot.etcd_status is None:
+        raise ConfigError(f"etcd-druid runs no etcd of {shoot.spec.namespace}: its steps need the Given "
+                          "'... in the gardener form runs for real, its etcds made by etcd-druid'")
+    return shoot.etcd_status  # type: ignore[no-any-return]
+
+
+@then(parsers.re(r"etcd-druid reports (?P<name>etcd-[a-z]+) quorate throughout the outage"))
+def _(shoot: Shoot, outage: Outage, timeline: Timeline, name: str) -> None:
+    """Every read of the Etcd's status from the outage's effect to this step's own read (to the
+    return, when it came first) has druid's Ready condition True (a majority of members ready,
+    from their leases); a failed read counts against it. No contrary read but a stretch of more
+    than 5 s no read covered: inconclusive. druid takes a member as NotReady only a minute after
+    its lease stopped being renewed: a shorter loss of quorum is not what it reports."""
+    from harness.validate.etcd_status import quorate_throughout
+
+    sampler = _druid_status(shoot, name)
+    sampler.sample(name)
+    seen = quorate_throughout(sampler.of(name), outage.start,
+                              timeline.now() if outage.healed_at is None else outage.healed_at)
+    judge.throughout(seen.contrary, seen.reads, seen.unread,
+                     f"etcd-druid reports {name} quorate from {seen.start:.1f}s to {seen.end:.1f}s")
+
+
+@then(parsers.parse("within {limit:g} s etcd-druid reports {name} ready with every member ready"))
+def _(shoot: Shoot, timeline: Timeline, limit: float, name: str) -> None:
+    """druid's status of the Etcd says ready, every replica ready and AllMembersReady, first at a
+    read within the bound (counted from the step's start; the time from the return is a figure)."""
+    sampler = _druid_status(shoot, name)
+    began = timeline.now()
+    polled = poll_within(lambda: sampler.sample(name)[0], lambda read: read.all_ready,
+                         f"etcd-druid to report {name} ready, every member ready", limit, interval=1.0)
+    mark_first_held(timeline, f"etcd-druid reports {name} ready, every member ready, after the return", polled,
+                    began, last_fault(timeline)[1])
+    judge.within(polled, f"etcd-druid reports {name} ready with every member ready", show=lambda read: read.says())
 
 
 @then(parsers.re(r"(?P<name>etcd-[a-z]+) members end with equal HashKV"))

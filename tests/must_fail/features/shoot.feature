@@ -131,3 +131,19 @@ Feature: False statements about GEP-20's experiment, judged with the reference c
     And write and read probes run every 10 ms from a client in zone "zone-b"
     When the etcd-main member in zone "zone-a" is evicted and the node of the member in zone "zone-c" fails once it is back
     Then no write is acknowledged while the evicted member and the crashed one are both away
+
+  @gardener @druid
+  Scenario: etcd-druid is said to report etcd-main quorate throughout while two zones are down
+    Fails with: etcd-druid reports etcd-main quorate from
+    druid takes a member as NotReady once its lease is a minute old and its pod not ready: two
+    minutes of two zones down are enough for it to report the quorum lost (QuorumLost).
+    Given the reference control plane with failure tolerance "zone" in the gardener form runs for real, its etcds made by etcd-druid
+    When zones "zone-a" and "zone-b" go down for 120 s
+    Then etcd-druid reports etcd-main quorate throughout the outage
+
+  @gardener @druid
+  Scenario: etcd-druid is said to report etcd-main ready, every member ready, while a zone stays down
+    Fails with: etcd-druid reports etcd-main ready with every member ready: expected within 20.000s
+    Given the reference control plane with failure tolerance "zone" in the gardener form runs for real, its etcds made by etcd-druid
+    When zone "zone-a" goes down for 30 s
+    Then within 20 s etcd-druid reports etcd-main ready with every member ready
