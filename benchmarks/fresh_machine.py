@@ -51,10 +51,9 @@ def first_run_files(page: str) -> dict[str, str]:
     return files
 
 
-def tutorial_command(clone: Path, work: Path) -> list[str]:
-    """`make setup`, then the tutorial's first `pytest -k outage`, in a directory of its own."""
-    mine = work / "my-repo"
-    mine.mkdir()
+def tutorial_command(clone: Path, mine: Path) -> list[str]:
+    """`make setup`, then the tutorial's first `pytest -k outage` in `mine`, a directory of the
+    reader's own (outside the clone: pytest would take the harness's own configuration there)."""
     for name, text in first_run_files((clone / TUTORIAL.relative_to(ROOT)).read_text()).items():  # as cloned
         (mine / name).write_text(text)
     return ["sh", "-c", f"make setup && cd {mine} && {clone}/.venv/bin/pytest -k outage -p no:cacheprovider"]
@@ -77,7 +76,8 @@ def main() -> int:
     began = time.monotonic()
     setup_done: float | None = None
     lines: list[str] = []
-    command = tutorial_command(clone, work) if args.target == "tutorial" else ["make", args.target]
+    mine = Path(tempfile.mkdtemp(prefix="my-repo-"))
+    command = tutorial_command(clone, mine) if args.target == "tutorial" else ["make", args.target]
     with subprocess.Popen(command, cwd=clone, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True) as make:
         assert make.stdout is not None
@@ -104,8 +104,9 @@ def main() -> int:
     print(f"  in all                            {total / 60:6.1f} min")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(mine, ignore_errors=True)
     else:
-        print(f"  kept: {work}")
+        print(f"  kept: {work} and {mine}")
     return 0
 
 
