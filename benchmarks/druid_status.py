@@ -37,7 +37,7 @@ NAMESPACE, ZONE = "shoot--bench--druid", "zone-a"
 def druid_view(api: Any) -> str:
     """etcd-main's status as druid writes it, in a line (harness.probes.etcd_status)."""
     try:
-        return read_of(0.0, "etcd-main", druid.etcd_status(api, NAMESPACE, "etcd-main")).says()
+        return read_of(0.0, "etcd-main", druid.etcd_status(api, NAMESPACE, "etcd-main"), time.time()).says()
     except HarnessError as e:  # a failed read is printed as what was seen
         return f"unreadable: {e}"
 

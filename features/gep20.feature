@@ -207,6 +207,45 @@ Feature: GEP-20's zone outage experiment, automated
       | zone-b | zone-c | zone-a |
       | zone-c | zone-a | zone-b |
 
+  @long @gardener @druid
+  Scenario: etcd-druid down through a zone outage: the etcds serve from two zones without it, and it reports them ready once back
+    etcd-druid makes the etcds' StatefulSets and reports their status; keeping the StatefulSets'
+    pods is the seed's own controllers' work. With druid gone, the lost zone's members are made
+    again and wait Pending for their volumes as with druid, the shoot API serves from the other two
+    zones, and druid's status stays as it last wrote it, which says nothing once it is 45 s old.
+    Back, druid reconciles what it finds and, once the zone is back too, reports both etcds ready.
+
+    Given the reference control plane with failure tolerance "zone" in the gardener form runs for real, its etcds made by etcd-druid
+    And etcd-main of the shoot control plane is the etcd under test
+    And write and read probes run every 10 ms from a client in zone "zone-b"
+    And the shoot API is written every 100 ms through its load balancer from a client in zone "zone-b"
+    When etcd-druid goes down
+    And zone "zone-a" goes down
+    Then within 20 s the nodes of zone "zone-a" are NotReady and tainted unreachable
+    And etcd-main keeps quorum with 2 members
+    And the shoot API is writable again within 5 s of the outage
+    And within 60 s the pods of the shoot control plane are
+      | component      | zone   | phase   |
+      | etcd-main      | zone-b | Running |
+      | etcd-main      | zone-c | Running |
+      | etcd-main      | -      | Pending |
+      | etcd-events    | zone-b | Running |
+      | etcd-events    | zone-c | Running |
+      | etcd-events    | -      | Pending |
+      | kube-apiserver | zone-b | Running |
+      | kube-apiserver | zone-c | Running |
+      | kube-apiserver | -      | Pending |
+    And the longest write gap during the outage is under 5 s
+    When etcd-druid comes back
+    And zone "zone-a" comes back
+    Then within 60 s every pod of the shoot control plane is Running
+    And within 120 s etcd-druid reports etcd-main ready with every member ready
+    And within 120 s etcd-druid reports etcd-events ready with every member ready
+    And etcd-main has one member in each of 3 zones
+    And etcd-main members end with equal HashKV
+    And no acknowledged write is lost
+    And no acknowledged shoot API write is lost
+
   @long @gardener
   Scenario: gardener-resource-manager down through a zone outage: the control plane serves from two zones, and the lost replicas come back only with it
     Gardener registers gardener-resource-manager's webhooks with failurePolicy Fail, one of them

@@ -29,6 +29,7 @@ FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "member-value-corruption": ("harness.faults.etcd:MemberValueCorruption", {}),
     "backup-store-outage": ("harness.faults.backup:BackupStoreOutage", {}),
     "resource-manager-down": ("harness.faults.operator:ResourceManagerDown", {}),
+    "etcd-druid-down": ("harness.faults.operator:EtcdDruidDown", {}),
     "zone-link-cut": ("harness.faults.link:ZoneLink", {}),
     "zone-link-loss": ("harness.faults.link:ZoneLink", {"needs": "loss_percent"}),
     "zone-link-mtu": ("harness.faults.link:ZoneLink", {"needs": "larger_than"}),

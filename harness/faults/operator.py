@@ -1,4 +1,5 @@
-"""Faults of the operators that keep a control plane on its seed: gardener-resource-manager gone."""
+"""Faults of the operators that keep a control plane on its seed: gardener-resource-manager gone,
+etcd-druid gone."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from typing import Any, ClassVar
 
 from harness.errors import ConfigError
 from harness.faults.base import Injection, lacks
-from harness.providers.base import Environment, SeedResourceManager
+from harness.providers.base import Environment, SeedEtcdDruid, SeedResourceManager
 
 RESOURCE_MANAGER = "gardener-resource-manager"
+ETCD_DRUID = "etcd-druid"
 
 
 class ResourceManagerDown:
@@ -45,3 +47,36 @@ class ResourceManagerDown:
     def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
         assert isinstance(env, SeedResourceManager)
         env.start_resource_manager()
+
+
+class EtcdDruidDown:
+    """etcd-druid gone from the seed, as when its pod is: the etcds it made keep running (their
+    StatefulSets are the seed's controllers'), but nothing reconciles their Etcd resources or
+    updates their status, which stays as druid last wrote it. Heal starts it again; it reconciles
+    what it finds."""
+
+    kind: ClassVar[str] = "etcd-druid-down"
+
+    def available(self, env: Environment) -> str | None:
+        return lacks(env, SeedEtcdDruid, f"run {ETCD_DRUID}")
+
+    def validate(self, env: Environment, target: str) -> str:
+        if target != ETCD_DRUID:
+            raise ConfigError(f"etcd-druid-down takes {ETCD_DRUID!r}, got {target!r}")
+        assert isinstance(env, SeedEtcdDruid)
+        if not env.etcd_druid_running():
+            raise ConfigError(f"{ETCD_DRUID} does not run on the seed now: a scenario whose etcds etcd-druid makes, "
+                              "or `harness deploy --form gardener --real --druid`, starts it")
+        return target
+
+    def inject(self, env: Environment, target: str, ctx: Injection) -> dict[str, Any]:
+        assert isinstance(env, SeedEtcdDruid)
+        return {"done": env.stop_etcd_druid()}
+
+    def effect(self, env: Environment, target: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        assert isinstance(env, SeedEtcdDruid)
+        return None if env.etcd_druid_running() else {"running": False}
+
+    def heal(self, env: Environment, target: str, data: dict[str, Any]) -> None:
+        assert isinstance(env, SeedEtcdDruid)
+        env.start_etcd_druid()

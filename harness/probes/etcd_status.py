@@ -8,6 +8,9 @@ druid derives its view from the members' leases, which each member's etcd-backup
 while its etcd answers, and from their pods; its defaults take a member as NotReady only after
 its lease is a minute old and its containers are not ready (etcd-druid's
 etcd-member-unknown-threshold), so it sees a member's loss a minute or more after the members do.
+It rewrites its conditions every 15 s (etcd-status-sync-period) while it runs: a status none of
+whose conditions was updated for STALE_AFTER_S is what druid said before it stopped, not what it
+reports now, and says nothing.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Callable
 
+from harness.probes.periodic import PeriodicSampler
 from harness.timeline import Timeline
 
 INTERVAL = 1.0  # s: druid updates the status every few seconds; more would only load the seed
 EVENT = "etcd-status"
+STALE_AFTER_S = 45.0  # three of druid's status syncs missed
 
 
 @dataclass(frozen=True)
@@ -36,18 +42,24 @@ class StatusRead:
     conditions: dict[str, str] = field(default_factory=dict)  # type -> "True" / "False" / "Unknown"
     members: dict[str, str] = field(default_factory=dict)  # member -> Ready / NotReady / Unknown
     error: str | None = None
+    updated_ago: float | None = None  # s since druid last updated a condition, at the read (None: unknown)
+
+    @property
+    def stale(self) -> bool:
+        """druid has not rewritten its conditions for STALE_AFTER_S: it is not reporting."""
+        return self.updated_ago is not None and self.updated_ago > STALE_AFTER_S
 
     @property
     def quorate(self) -> bool:
         """druid says a majority of the members is ready (its Ready condition, reason Quorate)."""
-        return self.error is None and self.conditions.get("Ready") == "True"
+        return self.error is None and not self.stale and self.conditions.get("Ready") == "True"
 
     @property
     def all_ready(self) -> bool:
         """druid says the etcd is ready with every member ready: its status, its StatefulSet's ready
         replicas and its AllMembersReady condition."""
-        return (self.error is None and self.ready and self.replicas > 0 and self.ready_replicas == self.replicas
-                and self.conditions.get("AllMembersReady") == "True")
+        return (self.error is None and not self.stale and self.ready and self.replicas > 0
+                and self.ready_replicas == self.replicas and self.conditions.get("AllMembersReady") == "True")
 
     def says(self) -> str:
         """What the read said, in a line."""
@@ -55,30 +67,35 @@ class StatusRead:
             return f"not read ({self.error})"
         members = ", ".join(f"{m} {s}" for m, s in sorted(self.members.items()))
         conditions = ", ".join(f"{c} {s}" for c, s in sorted(self.conditions.items()))
+        stale = (f"; stale: druid last updated it {self.updated_ago:.0f}s before (not reporting)" if self.stale
+                 else "")
         return (f"ready={self.ready}, {self.ready_replicas}/{self.replicas} replicas ready; "
-                f"conditions: {conditions or 'none'}; members: {members or 'none'}")
+                f"conditions: {conditions or 'none'}; members: {members or 'none'}{stale}")
 
 
-def read_of(t: float, etcd: str, status: dict[str, Any]) -> StatusRead:
-    """An Etcd's status, as etcd-druid writes it, made a StatusRead."""
+def read_of(t: float, etcd: str, status: dict[str, Any], wall: float | None = None) -> StatusRead:
+    """An Etcd's status, as etcd-druid writes it, made a StatusRead; `wall`: the unix time of the
+    read, for how long ago druid last updated it."""
+    conditions = status.get("conditions") or []
+    updated = [datetime.fromisoformat(c["lastUpdateTime"]).timestamp() for c in conditions if c.get("lastUpdateTime")]
     return StatusRead(t, etcd, bool(status.get("ready")), int(status.get("readyReplicas") or 0),
-                      int(status.get("replicas") or 0),
-                      {c["type"]: c.get("status", "") for c in status.get("conditions") or []},
-                      {m.get("name", "?"): m.get("status", "") for m in status.get("members") or []})
+                      int(status.get("replicas") or 0), {c["type"]: c.get("status", "") for c in conditions},
+                      {m.get("name", "?"): m.get("status", "") for m in status.get("members") or []},
+                      updated_ago=None if wall is None or not updated else round(wall - max(updated), 1))
 
 
-class EtcdStatusSampler:
+class EtcdStatusSampler(PeriodicSampler):
     """Reads every named Etcd's status every `interval` s in a thread; `sample()` reads once more
     now (a step closing its window); `reads` keeps every read in order."""
 
+    target = EVENT
+
     def __init__(self, read_status: Callable[[str], dict[str, Any]], etcds: tuple[str, ...], timeline: Timeline,
                  namespace: str, interval: float = INTERVAL) -> None:
-        self.read_status, self.etcds, self.timeline = read_status, etcds, timeline
-        self.namespace, self.interval = namespace, interval
+        super().__init__(timeline, namespace, interval)
+        self.read_status, self.etcds = read_status, etcds
         self.reads: list[StatusRead] = []
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"etcd-status-{namespace}", daemon=True)
 
     @classmethod
     def of_seed(cls, kube: Any, namespace: str, etcds: tuple[str, ...], timeline: Timeline,
@@ -88,16 +105,6 @@ class EtcdStatusSampler:
 
         api = cluster.connect(kube)
         return cls(lambda name: druid.etcd_status(api, namespace, name), etcds, timeline, namespace, interval)
-
-    def start(self) -> EtcdStatusSampler:
-        self._thread.start()
-        self.timeline.mark("probe", "start", target=EVENT, namespace=self.namespace, interval=self.interval)
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self.timeline.mark("probe", "stop", target=EVENT, namespace=self.namespace, reads=len(self.reads))
 
     def sample(self, *etcds: str) -> list[StatusRead]:
         """One read of each Etcd named (default: all), each also an event on the timeline."""
@@ -109,9 +116,10 @@ class EtcdStatusSampler:
                 read = StatusRead(self.timeline.now(), name, error=f"{type(e).__name__}: {e}"[-200:])
                 self.timeline.mark(EVENT, name, error=read.error)
             else:
-                read = read_of(self.timeline.now(), name, status)
+                read = read_of(self.timeline.now(), name, status, time.time())
                 self.timeline.mark(EVENT, name, ready=read.ready, ready_replicas=read.ready_replicas,
-                                   replicas=read.replicas, conditions=read.conditions, members=read.members)
+                                   replicas=read.replicas, conditions=read.conditions, members=read.members,
+                                   updated_ago=read.updated_ago)
             got.append(read)
         with self._lock:
             self.reads.extend(got)
@@ -121,9 +129,3 @@ class EtcdStatusSampler:
         """Every read of that Etcd so far, in order."""
         with self._lock:
             return [r for r in self.reads if r.etcd == etcd]
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            began = time.monotonic()
-            self.sample()
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - began)))

@@ -4,11 +4,10 @@ fault windows). Observes only: it never judges and never touches the pods."""
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any, Callable, Iterable
 
 from harness.kube.placement import PodPlacement
+from harness.probes.periodic import PeriodicSampler
 from harness.timeline import Timeline
 
 INTERVAL = 1.0  # s: a zone outage's effects on pods take tens of seconds; more would only load the seed
@@ -32,16 +31,15 @@ def counts(pods: Iterable[PodPlacement]) -> dict[str, dict[str, int]]:
     return dict(sorted(out.items()))
 
 
-class PodPhaseSampler:
-    """Calls `list_pods` every `interval` s in a thread; stop() ends it (returns no history: the
-    samples are the timeline's events)."""
+class PodPhaseSampler(PeriodicSampler):
+    """Calls `list_pods` every `interval` s in a thread; stop() ends it."""
+
+    target = EVENT
 
     def __init__(self, list_pods: Callable[[], list[PodPlacement]], timeline: Timeline, namespace: str,
                  interval: float = INTERVAL) -> None:
-        self.list_pods, self.timeline, self.namespace, self.interval = list_pods, timeline, namespace, interval
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"pod-phases-{namespace}", daemon=True)
+        super().__init__(timeline, namespace, interval)
+        self.list_pods = list_pods
 
     @classmethod
     def of_seed(cls, kube: Any, namespace: str, timeline: Timeline, interval: float = INTERVAL) -> PodPhaseSampler:
@@ -52,16 +50,6 @@ class PodPhaseSampler:
         api = cluster.connect(kube)
         return cls(lambda: placement.observe(api, namespace), timeline, namespace, interval)
 
-    def start(self) -> PodPhaseSampler:
-        self._thread.start()
-        self.timeline.mark("probe", "start", target=EVENT, namespace=self.namespace, interval=self.interval)
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self.timeline.mark("probe", "stop", target=EVENT, namespace=self.namespace, samples=self.samples)
-
     def sample(self) -> None:
         """One sample: the counts, or why the pods could not be listed (the plot shows a gap)."""
         try:
@@ -70,10 +58,3 @@ class PodPhaseSampler:
             self.timeline.mark(EVENT, self.namespace, error=f"{type(e).__name__}: {e}"[-200:])
         else:
             self.timeline.mark(EVENT, self.namespace, zones=zones)
-        self.samples += 1
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            began = time.monotonic()
-            self.sample()
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - began)))

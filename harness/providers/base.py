@@ -370,6 +370,9 @@ class SeedEtcdDruid(Protocol):
     def stop_etcd_druid(self) -> list[str]:
         """The process stopped; what was done."""
 
+    def etcd_druid_running(self) -> bool:
+        """Whether its process runs on the seed now."""
+
 
 @runtime_checkable
 class CloudRequestLog(Protocol):

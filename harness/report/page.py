@@ -70,7 +70,8 @@ def scenario_html(index: int, s: dict[str, Any], plot_b64: str | None, run_dir: 
              escape(", ".join(f"{z}: {n}" for z, n in ph["min_ready"].items())), _fmt(ph["max_pending"])]
             for ph in s.get("pod_phases", [])]
     druid = [[escape(r["etcd"]), escape(f"reads that failed: {r['failed_reads']}")] + [""] * 4 if "failed_reads" in r else
-             [escape(r["etcd"]), _fmt(r["at"], "s"), escape(str(r["ready"])),
+             [escape(r["etcd"]), _fmt(r["at"], "s"),
+              escape(f"{r['ready']}{' (stale: etcd-druid not updating it)' if r.get('stale') else ''}"),
               escape(f"{r['ready_replicas']} of {r['replicas']}"),
               escape(", ".join(f"{c} {v}" for c, v in sorted((r["conditions"] or {}).items()))),
               escape(", ".join(f"{m} {v}" for m, v in sorted((r["members"] or {}).items())))]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.probes.availability import recorded_path
+from harness.probes.etcd_status import STALE_AFTER_S
 from harness.probes.samples import Sample
 from harness.report import figures as fig
 from harness.timeline import Event
@@ -126,7 +127,8 @@ def pod_phases(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def etcd_status(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """What etcd-druid reported of each etcd (harness.probes.etcd_status), each change once with
-    when it was first read, and per etcd the reads that failed; the full series stays in the timeline."""
+    when it was first read (a status druid stopped updating is "stale"), and per etcd the reads that
+    failed; the full series stays in the timeline."""
     out: list[dict[str, Any]] = []
     last: dict[str, dict[str, Any]] = {}
     failed: dict[str, int] = {}
@@ -138,6 +140,7 @@ def etcd_status(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             failed[e["name"]] = failed.get(e["name"], 0) + 1
             continue
         said = {k: data.get(k) for k in ("ready", "ready_replicas", "replicas", "conditions", "members")}
+        said["stale"] = (data.get("updated_ago") or 0.0) > STALE_AFTER_S
         if last.get(e["name"]) != said:
             last[e["name"]] = said
             out.append({"etcd": e["name"], "at": e["start"], **said})

@@ -11,7 +11,7 @@ from pytest_bdd import parsers, when
 from harness import explore
 from harness.errors import ConfigError
 from harness.etcd_gateway import EtcdRequestError
-from harness.faults.operator import RESOURCE_MANAGER
+from harness.faults.operator import ETCD_DRUID, RESOURCE_MANAGER
 from harness.faults.runner import FaultRunner
 from harness.probes.etcd import raft_terms
 from harness.providers.base import EtcdCluster, MemberProcesses
@@ -481,7 +481,24 @@ def _(faults: FaultRunner) -> None:
 @when("gardener-resource-manager comes back")
 def _(faults: FaultRunner) -> None:
     """Heals resource-manager-down: it runs again, its webhooks registered anew."""
-    (down,) = [a for a in faults.active if a.kind == "resource-manager-down"] or [None]
+    _operator_back(faults, "resource-manager-down", RESOURCE_MANAGER)
+
+
+@when("etcd-druid goes down")
+def _(faults: FaultRunner) -> None:
+    """Its process gone (etcd-druid-down): the etcds run on, their status as druid last wrote it;
+    not the scenario's outage, which stays the one its Then-steps count from."""
+    faults.inject("etcd-druid-down", ETCD_DRUID)
+
+
+@when("etcd-druid comes back")
+def _(faults: FaultRunner) -> None:
+    """Heals etcd-druid-down: it runs again and reconciles what it finds."""
+    _operator_back(faults, "etcd-druid-down", ETCD_DRUID)
+
+
+def _operator_back(faults: FaultRunner, kind: str, name: str) -> None:
+    (down,) = [a for a in faults.active if a.kind == kind] or [None]
     if down is None:
-        raise ConfigError("gardener-resource-manager is not down: no earlier step took it down")
+        raise ConfigError(f"{name} is not down: no earlier step took it down")
     faults.heal(down, wait=False)

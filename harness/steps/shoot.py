@@ -206,7 +206,8 @@ def _druid_status(shoot: Shoot, name: str) -> EtcdStatusSampler:
 def _(shoot: Shoot, outage: Outage, timeline: Timeline, name: str) -> None:
     """Every read of the Etcd's status from the outage's effect to this step's own read (to the
     return, when it came first) has druid's Ready condition True (a majority of members ready,
-    from their leases); a failed read counts against it. No contrary read but a stretch of more
+    from their leases); a failed read counts against it, and so does a status druid has not
+    updated for 45 s (druid not running: it reports nothing). No contrary read but a stretch of more
     than 5 s no read covered: inconclusive. druid takes a member as NotReady only a minute after
     its lease stopped being renewed: a shorter loss of quorum is not what it reports."""
     from harness.validate.etcd_status import quorate_throughout

@@ -7,8 +7,6 @@ the shoot's objects there. Judged by what druid itself reports, by the members a
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from typing import Any, Iterator
 
@@ -18,14 +16,14 @@ from kubernetes import client as k8s
 from harness import netns
 from harness.errors import WaitTimeout
 from harness.kube import cluster, druid, druid_pods
+from harness.probes.etcd_status import read_of
 from harness.probes.shoot_api import ShootApiClient, ShootApiError, load_balancer, shoot_pki
 from harness.providers.base import reach
 from harness.providers.local.region import LocalEnvironment, LocalRegion
-from harness.providers.local.seed.kubernetes import control_plane
 from harness.reference.deploy import deploy, undeploy
 from harness.reference.render import ReferenceSpec
 from harness.wait import wait_for
-from tests.integration.conftest import config_for, namespaces
+from tests.integration.conftest import cli, config_for, namespaces
 from tests.kube.kube_support import processes_mentioning
 
 pytestmark = [pytest.mark.kube, pytest.mark.region]
@@ -50,7 +48,7 @@ def running() -> Iterator[tuple[LocalEnvironment, Any]]:
         deploy(seed, ReferenceSpec("zone", env.zones, "gardener", NS, seed.storage_class, real=True, druid=True),
                DEPLOY_TIMEOUT_S)
         yield env, cluster.connect(seed.kube)
-        # Removed as `harness undeploy` removes it (the last test already did, druid crashed): the
+        # Removed as `harness undeploy` removes it (the last test already did, druid down): the
         # Etcd resources first (druid's finalizer let go), the namespace and its volumes gone.
         undeploy(seed, NS, 120.0)
         assert _etcd_resources(cluster.connect(seed.kube)) == []
@@ -72,13 +70,8 @@ def _statuses(api: Any) -> dict[str, Any]:
     return {name: druid.etcd_status(api, NS, name) for name in ETCDS}
 
 
-def _condition(status: dict[str, Any], kind: str) -> str | None:
-    return next((c["status"] for c in status.get("conditions") or [] if c["type"] == kind), None)
-
-
 def _all_ready(seen: dict[str, Any]) -> bool:
-    return all(s.get("ready") and s.get("readyReplicas") == 3 and _condition(s, "AllMembersReady") == "True"
-               for s in seen.values())
+    return all(read_of(0.0, name, status, time.time()).all_ready for name, status in seen.items())
 
 
 def _await_all_ready(api: Any, timeout: float) -> dict[str, Any]:
@@ -123,14 +116,6 @@ def _druids_pods(core: Any) -> dict[str, str]:
     """etcd-druid's pods (the members) by name, each with its uid."""
     return {p.metadata.name: p.metadata.uid
             for p in core.list_namespaced_pod(NS, label_selector="=".join(druid_pods.MANAGED_BY)).items}
-
-
-def _crash_druid(env: LocalEnvironment) -> None:
-    """etcd-druid killed as a crash kills it, and gone (a signal is delivered asynchronously: the
-    process may still be exiting when kill returns)."""
-    cp = control_plane(env)
-    os.kill(cp.records[druid.NAME].pid, signal.SIGKILL)
-    wait_for(cp.running, lambda running: druid.NAME not in running, "the killed etcd-druid to be gone", 10.0)
 
 
 def _shoot_write(env: LocalEnvironment, zone: str, name: str, timeout: float) -> int:
@@ -209,11 +194,13 @@ def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_ch
         etcd.client(new_leader).put("during-outage", "written")
         assert etcd.client(rest[0]).get("before-outage") == b"kept"
         _shoot_write(env, next(z for z in env.zones if z != cut), "during-outage", 60.0)
-        _crash_druid(env)
-        assert env.start_etcd_druid()
+        down = runner.inject("etcd-druid-down", druid.NAME)  # the fault the features' "etcd-druid goes down" injects
+        assert not env.etcd_druid_running()
+        runner.heal(down)
+        assert env.etcd_druid_running()
         for _ in range(10):  # druid reconciles what it finds on start: watch it do so
-            status = druid.etcd_status(api, NS, "etcd-main")
-            assert _condition(status, "Ready") == "True", status.get("conditions")
+            read = read_of(0.0, "etcd-main", druid.etcd_status(api, NS, "etcd-main"), time.time())
+            assert read.quorate, read.says()
             time.sleep(1.0)
         assert _druids_pods(core) == uids
     finally:
@@ -223,15 +210,23 @@ def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_ch
     _await_all_ready(api, 120.0)
 
 
-def test_undeploy_after_etcd_druid_crashed_leaves_nothing(running: tuple[LocalEnvironment, Any]) -> None:
-    """`harness undeploy` (and a scenario's teardown) after etcd-druid crashed: the Secrets the Etcds
-    name still carry druid's finalizer, which druid would have taken off once the Etcds were gone;
-    undeploy lets go of it, so the namespace goes. (The fixture's own undeploy then finds nothing.)"""
+def test_undeploy_with_etcd_druid_down_leaves_nothing_and_harness_heal_starts_it(
+        running: tuple[LocalEnvironment, Any]) -> None:
+    """`harness fault etcd-druid-down etcd-druid` (in a process of its own, as after a crash): the
+    Secrets the Etcds name still carry druid's finalizer, which druid would have taken off once the
+    Etcds were gone; undeploy lets go of it, so the namespace goes. `harness heal` (from the ledger)
+    starts druid again. (The fixture's own undeploy then finds nothing.)"""
     env, api = running
-    _crash_druid(env)
+    wrong = cli("--name", "dp", "fault", "etcd-druid-down", "zone-a")
+    assert wrong.returncode == 2 and "takes 'etcd-druid', got 'zone-a'" in wrong.stderr, wrong.stderr
+    cli("--name", "dp", "fault", "etcd-druid-down", "etcd-druid", check=True)
+    assert not env.etcd_druid_running()
     held = [s.metadata.name for s in k8s.CoreV1Api(api).list_namespaced_secret(NS).items
             if druid.FINALIZER in (s.metadata.finalizers or [])]
     assert held, "druid put its finalizer on the Secrets its Etcds name"
     undeploy(LocalRegion(config_for("dp")).seed(env), NS, 120.0)
     assert _etcd_resources(api) == []
     assert NS not in [n.metadata.name for n in k8s.CoreV1Api(api).list_namespace().items]
+    healed = cli("--name", "dp", "heal", check=True)
+    assert "healed etcd-druid-down:etcd-druid" in healed.stdout, healed.stdout
+    assert env.etcd_druid_running()

@@ -4,12 +4,13 @@ in the shape etcd-druid v0.36.4 writes them (tests/kube/test_druid_pods.py reads
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
 
 from harness import judge
-from harness.probes.etcd_status import EtcdStatusSampler, StatusRead, read_of
+from harness.probes.etcd_status import STALE_AFTER_S, EtcdStatusSampler, StatusRead, read_of
 from harness.timeline import Timeline
 from harness.validate.etcd_status import quorate_throughout
 
@@ -38,6 +39,22 @@ def test_a_status_read_says_quorate_and_all_ready_as_druid_does() -> None:
     # Before druid's first status: nothing is said, so neither.
     empty = read_of(1.0, "etcd-main", {})
     assert not empty.quorate and not empty.all_ready and "conditions: none" in empty.says()
+
+
+def test_a_status_druid_stopped_updating_says_nothing() -> None:
+    """druid rewrites its conditions every 15 s while it runs: long after its last update, the
+    status is what it said before it stopped."""
+    status = _status()
+    for c in status["conditions"]:
+        c["lastUpdateTime"] = "2026-12-08T01:00:00Z"
+    at = datetime(2026, 12, 8, 1, 0, 0, tzinfo=timezone.utc).timestamp()
+    fresh = read_of(1.0, "etcd-main", status, at + 20.0)
+    assert fresh.updated_ago == 20.0 and fresh.quorate and fresh.all_ready and "stale" not in fresh.says()
+    old = read_of(1.0, "etcd-main", status, at + STALE_AFTER_S + 1)
+    assert old.stale and not old.quorate and not old.all_ready
+    assert "stale: druid last updated it 46s before (not reporting)" in old.says()
+    # Without the read's own time (or any update time) nothing is known of its age: as read.
+    assert not read_of(1.0, "etcd-main", status).stale and not read_of(1.0, "etcd-main", _status(), at).stale
 
 
 def test_a_failed_read_says_nothing_for_the_etcd() -> None:

@@ -424,6 +424,11 @@ class LocalEnvironment(RegionRecord):
 
         return stop_etcd_druid(self)
 
+    def etcd_druid_running(self) -> bool:
+        from harness.providers.local.seed.etcd_druid import etcd_druid_running
+
+        return etcd_druid_running(self)
+
     # -- the local cloud ----------------------------------------------------
     def start_machine_controllers(self, health_timeout_s: float, drain_timeout_s: float) -> str:
         from harness.providers.local.seed.machines import start_machine_controllers

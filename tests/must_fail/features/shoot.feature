@@ -147,3 +147,12 @@ Feature: False statements about GEP-20's experiment, judged with the reference c
     Given the reference control plane with failure tolerance "zone" in the gardener form runs for real, its etcds made by etcd-druid
     When zone "zone-a" goes down for 30 s
     Then within 20 s etcd-druid reports etcd-main ready with every member ready
+
+  @gardener @druid
+  Scenario: etcd-druid is said to report etcd-main quorate throughout a zone outage it was down for
+    Fails with: stale: druid last updated it
+    Its status stays as druid last wrote it (quorate): read while druid is down, it says nothing.
+    Given the reference control plane with failure tolerance "zone" in the gardener form runs for real, its etcds made by etcd-druid
+    When etcd-druid goes down
+    And zone "zone-a" goes down for 60 s
+    Then etcd-druid reports etcd-main quorate throughout the outage

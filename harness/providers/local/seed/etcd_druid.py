@@ -25,3 +25,7 @@ def start_etcd_druid(env: RegionRecord) -> bool:
 def stop_etcd_druid(env: RegionRecord) -> list[str]:
     """The process stopped (its CRDs stay, as on a seed); what was done."""
     return stop_component(seed_of(env, druid.NAME), druid.NAME)
+
+
+def etcd_druid_running(env: RegionRecord) -> bool:
+    return druid.NAME in seed_of(env, druid.NAME).running()
