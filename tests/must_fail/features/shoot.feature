@@ -156,3 +156,12 @@ Feature: False statements about GEP-20's experiment, judged with the reference c
     When etcd-druid goes down
     And zone "zone-a" goes down for 60 s
     Then etcd-druid reports etcd-main quorate throughout the outage
+
+  @gardener @druid
+  Scenario: etcd-druid is said to report etcd-main ready, every member ready, while it is down through a zone outage
+    Fails with: stale: druid last updated it
+    Its status still says ready, every member ready, as druid last wrote it before the outage.
+    Given the reference control plane with failure tolerance "zone" in the gardener form runs for real, its etcds made by etcd-druid
+    When etcd-druid goes down
+    And zone "zone-a" goes down for 60 s
+    Then within 5 s etcd-druid reports etcd-main ready with every member ready
