@@ -299,10 +299,10 @@ class Agent:
                 terminate(record, STOP_GRACE_S)
                 raise
         except (StartError, druid_pods.PodError, OSError) as e:
-            terminate(pause, 0.0)
+            sandbox.destroy(pause, ip)
             raise StartError(str(e)) from None
         except Exception:
-            terminate(pause, 0.0)  # the API unreachable: the next reconcile starts the pod again
+            sandbox.destroy(pause, ip)  # the API unreachable: the next reconcile starts the pod again
             raise
         return Running(pod.metadata.uid, ns, name, DRUID, ip, record.to_dict(), now(), argv=etcd,
                        sidecar=sidecar, sidecar_argv=backup, pause=pause.to_dict())
@@ -756,6 +756,7 @@ class Agent:
         for record in (r.record, r.sidecar_record):
             if record is not None:
                 terminate(record, 0.0)
+        sandbox.release_address(r.ip)  # the dead sandbox's veth outlives it until its namespace is freed
         try:
             new = self._sandbox(pod, r.ip)
             try:
@@ -763,7 +764,7 @@ class Agent:
                 r.process = self._spawn(pod, r.argv).to_dict()
                 r.sidecar = self._spawn_container(r.namespace, r.name, BACKUP_CONTAINER, r.sidecar_argv)
             except Exception:
-                terminate(new, 0.0)
+                sandbox.destroy(new, r.ip)
                 raise
         except Exception as e:  # noqa: BLE001 (retried at the next check, whatever it was)
             self.log(f"{r.namespace}/{r.name} cannot be started in a new sandbox yet: {type(e).__name__}: {str(e)[:300]}")
@@ -858,7 +859,7 @@ class Agent:
             t.join()
         for _, r in stopping:  # a sandbox goes after its containers: its network with it
             if r.pause_record is not None:
-                terminate(r.pause_record, 0.0)
+                sandbox.destroy(r.pause_record, r.ip)
             # a sandboxed pod's files; a kube-apiserver's /etc/hosts for etcd-druid's members
             shutil.rmtree(self._pod_dir(r.namespace, r.name, r.uid), ignore_errors=True)
         for _, r in stopping:

@@ -7,6 +7,8 @@ the shoot's objects there. Judged by what druid itself reports, by the members a
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any, Iterator
 
@@ -159,6 +161,39 @@ def test_the_shoot_api_is_served_from_druids_etcd_main(running: tuple[LocalEnvir
         stored = etcd.client(member.name).get("/registry/configmaps/default/through-druid", serializable=True)
         assert stored is not None and b"through-druid" in stored, (member.name, stored)
     assert max(st.revision for st in etcd.status().values() if not isinstance(st, str)) >= revision
+
+
+def _pause_pid(pod: str) -> int | None:
+    """The pause process holding `pod`'s sandbox (its last argument names its node and pod)."""
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                last = f.read().rstrip(b"\0").rsplit(b"\0", 1)[-1].decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        if last.startswith(netns.POD_MARK) and last.endswith(f"/{pod}") and entry.isdigit():
+            return int(entry)
+    return None
+
+
+def test_a_pod_whose_sandbox_died_runs_again_in_a_new_one_on_its_address(running: tuple[LocalEnvironment, Any]) -> None:
+    """A member's pause process killed (its network namespace lost, as when a container runtime
+    loses a sandbox): the node agent stops its containers and starts the pod again in a new
+    sandbox on the same address, though the old namespace's veth may outlive it for a minute
+    (the agent deletes it first); the member answers again and druid reports every member ready."""
+    from harness.providers.local.seed.shoot import ShootEtcd
+
+    env, api = running
+    etcd = ShootEtcd(env, LocalRegion(config_for("dp")).seed(env), NS, "etcd-events")
+    _members_answer(etcd, api, 60.0)
+    old = _pause_pid("etcd-events-0")
+    assert old is not None, "etcd-events-0 runs in a sandbox"
+    os.kill(old, signal.SIGKILL)
+    new = wait_for(lambda: _pause_pid("etcd-events-0"), lambda pid: pid not in (None, old),
+                   "etcd-events-0 in a new sandbox", 60.0)
+    assert new != old
+    _members_answer(etcd, api, 90.0)
+    _await_all_ready(api, 120.0)
 
 
 def test_a_zone_outage_leaves_etcd_main_quorate_and_druid_restarted_meanwhile_changes_nothing(
