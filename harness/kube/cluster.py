@@ -25,6 +25,18 @@ class KubeApiError(HarnessError):
         self.status = status
 
 
+def unless_gone(call: Any, *args: Any, **kwargs: Any) -> None:
+    """call(*args, **kwargs), a 404 (already gone) taken as done: deleting or letting go of what
+    may have gone meanwhile."""
+    from kubernetes import client as k8s
+
+    try:
+        call(*args, **kwargs)
+    except k8s.ApiException as e:
+        if e.status != 404:
+            raise
+
+
 @contextmanager
 def api_errors(what: str) -> Iterator[None]:
     from kubernetes.client.exceptions import ApiException

@@ -132,25 +132,14 @@ def release(api: Any, namespace: str) -> list[str]:
         confirmed = {"metadata": {"finalizers": None, "annotations": {DELETION_CONFIRMATION: "true"}}}
         for call, args in ((custom.patch_namespaced_custom_object, (confirmed,)),
                            (custom.delete_namespaced_custom_object, ())):
-            _unless_gone(call, group, version, namespace, plural, name, *args)
+            cluster.unless_gone(call, group, version, namespace, plural, name, *args)
     for secret in core.list_namespaced_secret(namespace).items:  # no Etcd names them any more
         held = secret.metadata.finalizers or []
         if FINALIZER in held:
             rest = [f for f in held if f != FINALIZER] or None
-            _unless_gone(core.patch_namespaced_secret, secret.metadata.name, namespace,
+            cluster.unless_gone(core.patch_namespaced_secret, secret.metadata.name, namespace,
                          {"metadata": {"finalizers": rest}})
     return [i["metadata"]["name"] for i in items]
-
-
-def _unless_gone(call: Any, *args: Any) -> None:
-    """call(*args), a 404 (already gone) taken as done."""
-    from kubernetes import client as k8s
-
-    try:
-        call(*args)
-    except k8s.ApiException as e:
-        if e.status != 404:
-            raise
 
 
 def etcd_status(api: Any, namespace: str, name: str) -> dict[str, Any]:

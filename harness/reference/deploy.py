@@ -264,16 +264,6 @@ def backup_secret(spec: ReferenceSpec, store: StoreSpec) -> dict[str, Any]:
             "metadata": {"name": BACKUP_SECRET, "namespace": spec.namespace}, "data": data}
 
 
-def _ignore_missing(call: Any, *args: Any, **kwargs: Any) -> None:
-    from kubernetes import client as k8s
-
-    try:
-        call(*args, **kwargs)
-    except k8s.ApiException as e:
-        if e.status != 404:
-            raise
-
-
 def undeploy(seed: Seed, namespace: str, timeout: float, wait_namespace: bool = True) -> list[str]:
     """Delete the reference in `namespace` and the volumes its members used.
 
@@ -293,11 +283,11 @@ def undeploy(seed: Seed, namespace: str, timeout: float, wait_namespace: bool = 
         names = [ns.metadata.name for ns in core.list_namespace().items]
         if namespace in names:
             druid.release(api, namespace)  # first: etcd-druid would make their StatefulSets again
-            _ignore_missing(apps.delete_collection_namespaced_stateful_set, namespace)
-            _ignore_missing(apps.delete_collection_namespaced_deployment, namespace)
-            _ignore_missing(core.delete_collection_namespaced_pod, namespace, grace_period_seconds=0)
-            _ignore_missing(core.delete_collection_namespaced_persistent_volume_claim, namespace)
-            _ignore_missing(core.delete_namespace, namespace)
+            cluster.unless_gone(apps.delete_collection_namespaced_stateful_set, namespace)
+            cluster.unless_gone(apps.delete_collection_namespaced_deployment, namespace)
+            cluster.unless_gone(core.delete_collection_namespaced_pod, namespace, grace_period_seconds=0)
+            cluster.unless_gone(core.delete_collection_namespaced_persistent_volume_claim, namespace)
+            cluster.unless_gone(core.delete_namespace, namespace)
 
     def leftovers() -> list[str]:
         with cluster.api_errors(f"cleaning up after {namespace}"):
@@ -308,7 +298,7 @@ def undeploy(seed: Seed, namespace: str, timeout: float, wait_namespace: bool = 
                 claimed = pv.spec.claim_ref is not None and pv.spec.claim_ref.namespace == namespace
                 pooled = (pv.metadata.labels or {}).get(POOL_LABEL) == namespace and pv.status.phase != "Bound"
                 if (claimed and pv.status.phase != "Bound") or pooled:
-                    _ignore_missing(core.delete_persistent_volume, pv.metadata.name)
+                    cluster.unless_gone(core.delete_persistent_volume, pv.metadata.name)
                 if claimed or pooled:
                     left.append(f"volume {pv.metadata.name}")
             if wait_namespace:
